@@ -1,0 +1,90 @@
+"""The Python entry point: `groundsql.connect(url).ask(question)`."""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from groundsql.config import Settings, data_home
+from groundsql.db import Database, QueryResult
+from groundsql.llm import LLM, build_llm
+from groundsql.strategies import Answer, Context, get_strategy
+
+
+def demo_database_url() -> str:
+    """The embedded demo financial database, generated on first use (deterministically)."""
+    from groundsql.demo import DEMO_DB_FILENAME, build_demo_database, demo_database_version
+
+    path = data_home() / "demo" / DEMO_DB_FILENAME
+    # Rebuilt when missing or made by an older generator (its version is in user_version).
+    if demo_database_version(path) is None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        build_demo_database(path)
+    return f"sqlite:///{path}"
+
+
+class Session:
+    """A database, a model and settings; ask it questions."""
+
+    def __init__(self, db: Database, llm: LLM | None, settings: Settings) -> None:
+        self.db = db
+        self.settings = settings
+        self._llm = llm
+
+    @property
+    def llm(self) -> LLM:
+        # Loaded on first use: introspection and `run_sql` need no model.
+        if self._llm is None:
+            self._llm = build_llm(self.settings.llm)
+        return self._llm
+
+    @cached_property
+    def context(self) -> Context:
+        return Context(db=self.db, llm=self.llm, settings=self.settings)
+
+    def ask(self, question: str, *, strategy: str = "zero-shot") -> Answer:
+        if not question.strip():
+            raise ValueError("the question is empty")
+        return get_strategy(strategy)(question, self.context)
+
+    def run_sql(self, sql: str) -> QueryResult:
+        """Run SQL of your own through the same validator and read-only connection."""
+        from groundsql.safety import validate_sql
+
+        checked = validate_sql(sql, self.db.dialect, self.settings.safety)
+        return self.db.execute(checked.sql)
+
+    def close(self) -> None:
+        self.db.close()
+        if self._llm is not None:
+            self._llm.close()
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        self.close()
+
+
+def connect(
+    url: str | Path | None = None,
+    *,
+    model: str | None = None,
+    settings: Settings | None = None,
+    llm: LLM | None = None,
+) -> Session:
+    """Open a session.
+
+    url: a SQLAlchemy URL or a path to a SQLite file; None means the demo database.
+    model: shorthand for `settings.llm.model` (a registered name or a GGUF path).
+    llm: a ready backend (e.g. a replay backend in tests); overrides `settings.llm`.
+    """
+    settings = settings or Settings()
+    if model is not None:
+        settings = settings.model_copy(update={"llm": settings.llm.model_copy(update={"model": model})})
+    if url is None:
+        url = demo_database_url()
+    elif isinstance(url, Path) or "://" not in str(url):
+        url = f"sqlite:///{Path(url).expanduser().resolve()}"
+    return Session(Database(str(url), settings.database), llm, settings)

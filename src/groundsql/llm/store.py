@@ -1,0 +1,107 @@
+"""Answers kept on disk, keyed by the full request.
+
+Two uses of one mechanism: the answer cache (a miss falls through to the real model) and the
+record/replay backend for deterministic tests (a miss is an error). Each answer is a small,
+readable JSON file holding the request too, so a recording can be reviewed in a diff.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from groundsql.errors import LLMError
+from groundsql.llm.base import LLM, ChatRequest, Completion
+
+
+class ResponseStore:
+    def __init__(self, directory: Path) -> None:
+        self.directory = Path(directory)
+
+    def _path(self, key: str) -> Path:
+        return self.directory / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> Completion | None:
+        path = self._path(key)
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+            return Completion.model_validate(record["completion"])
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError):
+            # A truncated or hand-edited file is treated as absent rather than trusted.
+            return None
+
+    def put(self, key: str, request: ChatRequest, completion: Completion) -> None:
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        record = {
+            "request": request.model_dump(mode="json"),
+            "completion": completion.model_dump(mode="json", exclude={"from_cache"}),
+        }
+        # Write then rename, so a crash never leaves a half-written answer behind.
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(record, handle, indent=1, ensure_ascii=False, sort_keys=True)
+        os.replace(tmp, path)
+
+
+class CachedLLM(LLM):
+    """Serves repeated requests from disk; only misses reach the wrapped backend."""
+
+    def __init__(self, inner: LLM, store: ResponseStore) -> None:
+        self.inner = inner
+        self.store = store
+        self.model_id = inner.model_id
+        self.retries = 0  # the inner backend retries; a cache hit cannot fail
+
+    def _complete(self, request: ChatRequest) -> Completion:
+        start = time.perf_counter()
+        key = request.fingerprint(self.model_id)
+        hit = self.store.get(key)
+        if hit is not None:
+            return hit.model_copy(
+                update={"from_cache": True, "latency_s": time.perf_counter() - start}
+            )
+        completion = self.inner.complete(request)
+        self.store.put(key, request, completion)
+        return completion
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class ReplayLLM(LLM):
+    """Answers only from recordings; with `record_from`, records what is missing.
+
+    Recordings are made from the real model and committed, so tests of the plumbing are exact
+    and fast. They prove nothing about accuracy.
+    """
+
+    def __init__(self, store: ResponseStore, model_id: str, record_from: LLM | None = None):
+        self.store = store
+        self.model_id = model_id
+        self.record_from = record_from
+        self.retries = 0
+
+    def _complete(self, request: ChatRequest) -> Completion:
+        key = request.fingerprint(self.model_id)
+        hit = self.store.get(key)
+        if hit is not None:
+            return hit.model_copy(update={"from_cache": True})
+        if self.record_from is None:
+            raise LLMError(
+                f"no recording of this request for {self.model_id} in {self.store.directory} "
+                "(re-record with GROUNDSQL_RECORD=1)",
+                retryable=False,
+            )
+        completion = self.record_from.complete(request)
+        self.store.put(key, request, completion)
+        return completion
+
+    def close(self) -> None:
+        if self.record_from is not None:
+            self.record_from.close()

@@ -1,0 +1,58 @@
+"""The introspected shape of a database, as immutable values every stage can share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str  # as the database spells it, e.g. "INTEGER", "VARCHAR(40)"
+    nullable: bool = True
+    primary_key: bool = False
+    description: str = ""
+    examples: tuple[object, ...] = ()  # a few distinct non-null values, for the prompt
+
+
+@dataclass(frozen=True)
+class ForeignKey:
+    columns: tuple[str, ...]
+    ref_table: str
+    ref_columns: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    columns: tuple[Column, ...]
+    foreign_keys: tuple[ForeignKey, ...] = ()
+    row_count: int | None = None
+    description: str = ""
+
+    @property
+    def primary_key(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.columns if c.primary_key)
+
+    def column(self, name: str) -> Column | None:
+        lowered = name.lower()
+        return next((c for c in self.columns if c.name.lower() == lowered), None)
+
+
+@dataclass(frozen=True)
+class Schema:
+    dialect: str  # sqlglot dialect name: "sqlite", "postgres", "duckdb", ...
+    tables: tuple[Table, ...]
+    name: str = ""
+    _index: dict[str, Table] = field(init=False, repr=False, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_index", {t.name.lower(): t for t in self.tables})
+
+    def table(self, name: str) -> Table | None:
+        return self._index.get(name.lower())
+
+    def restrict(self, names: set[str] | list[str] | tuple[str, ...]) -> "Schema":
+        """The same schema with only the named tables (schema linking narrows with this)."""
+        wanted = {n.lower() for n in names}
+        return Schema(self.dialect, tuple(t for t in self.tables if t.name.lower() in wanted), self.name)

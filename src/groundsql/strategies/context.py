@@ -1,0 +1,113 @@
+"""What every strategy works with, and the stage they all end in: generate, validate, execute,
+and reflect on failure."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cached_property
+
+from groundsql.config import Settings
+from groundsql.db import Database, QueryResult
+from groundsql.errors import DatabaseError, LLMError, UnsafeSQLError
+from groundsql.llm import LLM, ChatRequest, Message
+from groundsql.prompts import load_prompt
+from groundsql.safety import ValidatedSQL, validate_sql
+from groundsql.schema import Schema, render_schema
+from groundsql.strategies.answer import Answer, Trace
+
+
+@dataclass
+class Context:
+    db: Database
+    llm: LLM
+    settings: Settings
+
+    @cached_property
+    def schema(self) -> Schema:
+        return self.db.introspect()
+
+    @cached_property
+    def schema_text(self) -> str:
+        gen = self.settings.generation
+        return render_schema(self.schema, gen.schema_format, with_examples=gen.with_examples)
+
+    @property
+    def dialect_label(self) -> str:
+        return {"sqlite": "SQLite", "postgres": "PostgreSQL", "duckdb": "DuckDB"}.get(
+            self.db.dialect, self.db.dialect
+        )
+
+    def run_sql(self, sql: str) -> tuple[ValidatedSQL, QueryResult]:
+        """Validate, then execute read-only: the only way model-written SQL reaches a database."""
+        checked = validate_sql(sql, self.db.dialect, self.settings.safety)
+        return checked, self.db.execute(checked.sql)
+
+
+_FENCED = re.compile(r"```[ \t]*(?:sql|sqlite|postgresql|postgres|duckdb)?[ \t]*\n?(.*?)```", re.S | re.I)
+_BARE = re.compile(r"\b(SELECT|WITH)\b.*", re.S | re.I)
+
+
+def extract_sql(text: str) -> str | None:
+    """The SQL in a model's answer: a fenced block if any, else from the first SELECT/WITH on."""
+    fenced = [block.strip() for block in _FENCED.findall(text) if block.strip()]
+    if fenced:
+        candidate = fenced[0]
+    else:
+        # An answer cut off by max_tokens has an opening fence and no closing one.
+        opened = re.search(r"```[ \t]*\w*[ \t]*\n(.*)", text, re.S)
+        source = opened.group(1) if opened else text
+        bare = _BARE.search(source)
+        if bare is None:
+            return None
+        candidate = bare.group(0).strip()
+    candidate = candidate.strip().rstrip(";").strip()
+    return candidate or None
+
+
+def generate_and_execute(ctx: Context, request: ChatRequest, trace: Trace) -> Answer:
+    """Ask for SQL, validate and run it; on failure, show the model its error and retry.
+
+    Reflection continues the same conversation (assistant turn, then the error as a user turn)
+    so a local backend reuses the whole prefix it already computed.
+    """
+    retries = ctx.settings.generation.reflection_retries
+    messages = request.messages
+    error = "no attempt made"
+    sql: str | None = None
+    for attempt in range(retries + 1):
+        # Steps are recorded when their block exits, so `finish` is called outside the blocks.
+        with trace.step("generate" if attempt == 0 else "reflect") as step:
+            try:
+                completion = ctx.llm.complete(request.model_copy(update={"messages": messages}))
+            except LLMError as err:
+                step["error"] = str(err)
+                completion = None
+            else:
+                step["calls"].append(completion)
+                sql = extract_sql(completion.text)
+                step["sql"] = sql
+        if completion is None:
+            return trace.finish(sql=sql, error=f"the language model failed: {step['error']}")
+        if sql is None:
+            error = "the answer contained no SQL query"
+        else:
+            with trace.step("validate+execute") as step:
+                try:
+                    checked, result = ctx.run_sql(sql)
+                except (UnsafeSQLError, DatabaseError) as err:
+                    error = str(err)
+                    step["error"] = error
+                    result = None
+                else:
+                    step.update(rows=len(result.rows), limit_added=checked.limit_added)
+            if result is not None:
+                return trace.finish(
+                    sql=checked.sql,
+                    columns=result.columns,
+                    rows=result.rows,
+                    truncated=result.truncated,
+                )
+        follow_up = load_prompt("reflect_sql").render(error=error)
+        messages = (*messages, Message(role="assistant", content=completion.text), *follow_up)
+    return trace.finish(sql=sql, error=f"no working query after {retries + 1} attempts: {error}")

@@ -1,0 +1,81 @@
+"""Shared fixtures: real databases (SQLite files, the local PostgreSQL server, DuckDB files)."""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+BENCHMARKS = REPO.parent / "shared" / "benchmarks"
+SPIDER = BENCHMARKS / "spider_dev"
+PG_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+
+
+def spider_db(name: str) -> Path:
+    path = SPIDER / "database" / name / f"{name}.sqlite"
+    if not path.is_file():
+        pytest.skip(f"shared benchmark database {path} is not here")
+    return path
+
+
+@pytest.fixture
+def concert_singer(tmp_path: Path) -> Path:
+    """A private copy, so a test that (wrongly) wrote could not harm the shared file."""
+    copy = tmp_path / "concert_singer.sqlite"
+    shutil.copy(spider_db("concert_singer"), copy)
+    return copy
+
+
+@pytest.fixture(scope="session")
+def postgres_url():
+    """A fresh PostgreSQL database with a small schema; dropped afterwards."""
+    psycopg = pytest.importorskip("psycopg")
+    name = f"groundsql_test_{uuid.uuid4().hex[:8]}"
+    try:
+        admin = psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=5)
+    except psycopg.OperationalError as err:
+        pytest.fail(f"PostgreSQL is not running on 127.0.0.1:5432 ({err}); .ci/run starts it")
+    admin.execute(f'CREATE DATABASE "{name}"')
+    url = f"postgresql://postgres@127.0.0.1:5432/{name}"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(
+            """
+            CREATE TABLE country (country_id INT PRIMARY KEY, name TEXT NOT NULL);
+            CREATE TABLE city (
+                city_id INT PRIMARY KEY,
+                name TEXT NOT NULL,
+                country_id INT NOT NULL REFERENCES country(country_id),
+                population BIGINT
+            );
+            INSERT INTO country VALUES (1, 'France'), (2, 'Japan');
+            INSERT INTO city VALUES (1, 'Paris', 1, 2100000), (2, 'Lyon', 1, 520000),
+                                    (3, 'Osaka', 2, 2750000);
+            """
+        )
+    yield url
+    admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+    admin.close()
+
+
+@pytest.fixture
+def duckdb_file(tmp_path: Path) -> Path:
+    duckdb = pytest.importorskip("duckdb")
+    path = tmp_path / "shop.duckdb"
+    conn = duckdb.connect(str(path))
+    conn.execute(
+        """
+        CREATE TABLE customer (customer_id INTEGER PRIMARY KEY, name VARCHAR NOT NULL);
+        CREATE TABLE orders (
+            order_id INTEGER PRIMARY KEY,
+            customer_id INTEGER REFERENCES customer(customer_id),
+            amount DECIMAL(10, 2)
+        );
+        INSERT INTO customer VALUES (1, 'Ada'), (2, 'Grace');
+        INSERT INTO orders VALUES (10, 1, 12.50), (11, 1, 7.25), (12, 2, 99.99);
+        """
+    )
+    conn.close()
+    return path

@@ -1,0 +1,42 @@
+"""The command line on bad input: one clear sentence and a non-zero exit, never a traceback."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import spider_db
+from tests.test_end_to_end import _cli
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["ask", "--db", "sqlite:////nonexistent/x.sqlite", "hi"], "no SQLite database"),
+        (["ask", "--db", "oracle://u@h/db", "hi"], "no read-only support"),
+        (["ask", "--model", "gpt-17", "--db", "DB", "How many singers?"], "unknown model"),
+        (["ask", "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1", "--db", "DB", "hi"], "cannot reach"),
+        (["models", "pull", "nope"], "unknown model"),
+    ],
+)
+def test_errors_are_one_sentence(args: list[str], message: str) -> None:
+    db = str(spider_db("concert_singer"))
+    done = _cli(*[db if a == "DB" else a for a in args], env={"GROUNDSQL_HOME": "/tmp/groundsql-cli-test"})
+    assert done.returncode != 0
+    assert message in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_schema_command_prints_m_schema_and_ddl() -> None:
+    db = str(spider_db("concert_singer"))
+    m = _cli("schema", "--db", db)
+    assert m.returncode == 0 and "# Table: singer" in m.stdout and "【Foreign keys】" in m.stdout
+    d = _cli("schema", "--db", db, "--format", "ddl", "--no-examples")
+    assert d.returncode == 0 and "CREATE TABLE singer (" in d.stdout and "e.g." not in d.stdout
+
+
+def test_models_list() -> None:
+    done = _cli("models", "list")
+    assert done.returncode == 0 and "qwen2.5-coder-0.5b" in done.stdout

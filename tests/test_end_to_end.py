@@ -1,0 +1,98 @@
+"""The real local model, end to end: questions in, results checked against gold queries.
+
+Runs Qwen2.5-Coder-0.5B in-process (the fast one; BENCHMARKS.md has accuracy of both models).
+The questions are simple on purpose: this proves the whole path works with a real model, it
+does not measure accuracy. Results compare as multisets, in order only where gold orders.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+import groundsql
+from groundsql.config import LLMConfig, Settings
+from groundsql.demo import DEMO_QUESTIONS
+from tests.conftest import REPO, SPIDER, spider_db
+
+pytestmark = pytest.mark.model
+MODEL = "qwen2.5-coder-0.5b"
+
+SPIDER_QUESTIONS = [
+    "How many singers do we have?",
+    "What is the average, minimum, and maximum age of all singers from France?",
+    "What are all distinct countries where singers above age 20 are from?",
+    "How many concerts are there in year 2014 or 2015?",
+]
+
+
+def _same_result(predicted: tuple, gold: tuple, ordered: bool) -> bool:
+    norm = lambda rows: [tuple(round(v, 4) if isinstance(v, float) else v for v in r) for r in rows]
+    if ordered:
+        return norm(predicted) == norm(gold)
+    return Counter(map(repr, norm(predicted))) == Counter(map(repr, norm(gold)))
+
+
+@pytest.fixture(scope="module")
+def settings(tmp_path_factory) -> Settings:
+    # A private answer cache: the real model must answer, not an earlier run's cache.
+    return Settings(llm=LLMConfig(model=MODEL, cache_dir=tmp_path_factory.mktemp("llm-cache")))
+
+
+def _gold_for(question: str) -> str:
+    items = json.loads((SPIDER / "dev.json").read_text())
+    return next(i["query"] for i in items if i["db_id"] == "concert_singer" and i["question"] == question)
+
+
+@pytest.mark.parametrize("question", SPIDER_QUESTIONS)
+def test_spider_concert_singer(settings: Settings, question: str) -> None:
+    with groundsql.connect(spider_db("concert_singer"), settings=settings) as session:
+        answer = session.ask(question)
+        gold_sql = _gold_for(question)
+        gold = session.db.execute(gold_sql).rows
+    assert answer.ok, answer.error
+    assert _same_result(answer.rows, gold, "order by" in gold_sql.lower()), (answer.sql, answer.rows, gold)
+    assert answer.calls and answer.calls[0].prompt_tokens > 0
+
+
+@pytest.mark.parametrize("question, gold_sql", DEMO_QUESTIONS[:2])
+def test_demo_database(settings: Settings, question: str, gold_sql: str) -> None:
+    with groundsql.connect(settings=settings) as session:
+        answer = session.ask(question)
+        gold = session.db.execute(gold_sql).rows
+    assert answer.ok, answer.error
+    assert _same_result(answer.rows, gold, False), (answer.sql, answer.rows, gold)
+
+
+def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    groundsql_bin = Path(sys.executable).with_name("groundsql")
+    command = [str(groundsql_bin)] if groundsql_bin.exists() else [sys.executable, "-m", "groundsql.cli"]
+    return subprocess.run(
+        [*command, *args], capture_output=True, text=True, timeout=600, env={**os.environ, **(env or {})}
+    )
+
+
+def test_cli_ask_json_counts_singers(tmp_path: Path) -> None:
+    db = spider_db("concert_singer")
+    done = _cli(
+        "ask", "--db", f"sqlite:///{db}", "--model", MODEL, "--no-cache", "--json",
+        "How many singers do we have?",
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["ok"] and result["rows"] == [[6]]
+    assert "count" in result["sql"].lower()
+    assert result["usage"]["model_calls"] == 1 and result["usage"]["prompt_tokens"] > 0
+    assert [step["step"] for step in result["trace"]] == ["schema", "generate", "validate+execute"]
+
+
+def test_cli_table_output(tmp_path: Path) -> None:
+    done = _cli("ask", "--db", str(spider_db("concert_singer")), "--model", MODEL, "How many singers do we have?")
+    assert done.returncode == 0, done.stderr
+    assert "SELECT" in done.stdout.upper() and "6" in done.stdout

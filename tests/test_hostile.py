@@ -1,0 +1,115 @@
+"""Hostile SQL against real databases: refused by the validator, and nothing changes.
+
+Each corpus case goes through `Session.run_sql` (validator + read-only connection) and, as a
+second line of defence, straight to the read-only connection with no validator at all. Either
+way the database must be byte-identical afterwards (for PostgreSQL: identical catalog and data).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+import groundsql
+from groundsql.db import Database
+from groundsql.errors import GroundsqlError, UnsafeSQLError
+from tests.test_validator import HOSTILE
+
+SETUP = [
+    "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT, password TEXT)",
+    "CREATE TABLE orders (id INTEGER PRIMARY KEY, user_id INTEGER REFERENCES users(id), total REAL)",
+    "CREATE TABLE t (a INTEGER, b TEXT)",
+    "INSERT INTO users VALUES (1, 'ada', 'pw1'), (2, 'bob', 'pw2')",
+    "INSERT INTO orders VALUES (1, 1, 9.5), (2, 2, 3.0)",
+    "INSERT INTO t VALUES (1, 'x'), (2, 'y')",
+]
+
+
+def _cases_for(dialect: str):
+    return [pytest.param(case, id=case.name) for case in HOSTILE if case.dialect == dialect]
+
+
+def _attempt(session, db: Database, sql: str) -> None:
+    with pytest.raises(UnsafeSQLError):
+        session.run_sql(sql)
+    try:  # no validator: the connection alone must hold
+        db.execute(sql, timeout_s=2)
+    except GroundsqlError:
+        pass
+
+
+@pytest.fixture
+def sqlite_file(tmp_path: Path) -> Path:
+    path = tmp_path / "victim.sqlite"
+    with sqlite3.connect(path) as conn:
+        for statement in SETUP:
+            conn.execute(statement)
+    return path
+
+
+@pytest.mark.parametrize("case", _cases_for("sqlite"))
+def test_sqlite_unchanged(sqlite_file: Path, case) -> None:
+    before = hashlib.sha256(sqlite_file.read_bytes()).hexdigest()
+    with groundsql.connect(sqlite_file) as session:
+        _attempt(session, session.db, case.sql)
+    assert hashlib.sha256(sqlite_file.read_bytes()).hexdigest() == before
+    assert sorted(p.name for p in sqlite_file.parent.iterdir()) == ["victim.sqlite"]
+
+
+@pytest.fixture
+def duckdb_victim(tmp_path: Path) -> Path:
+    duckdb = pytest.importorskip("duckdb")
+    path = tmp_path / "victim.duckdb"
+    conn = duckdb.connect(str(path))
+    for statement in SETUP:
+        conn.execute(statement)
+    conn.close()
+    return path
+
+
+@pytest.mark.parametrize("case", _cases_for("duckdb"))
+def test_duckdb_unchanged(duckdb_victim: Path, case) -> None:
+    before = hashlib.sha256(duckdb_victim.read_bytes()).hexdigest()
+    with groundsql.connect(f"duckdb:///{duckdb_victim}") as session:
+        _attempt(session, session.db, case.sql)
+    assert hashlib.sha256(duckdb_victim.read_bytes()).hexdigest() == before
+
+
+def _pg_state(url: str) -> str:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        catalog = conn.execute(
+            "SELECT table_name, column_name, data_type FROM information_schema.columns "
+            "WHERE table_schema NOT IN ('pg_catalog', 'information_schema') ORDER BY 1, 2"
+        ).fetchall()
+        roles = conn.execute("SELECT rolname FROM pg_roles ORDER BY 1").fetchall()
+        data = [conn.execute(f"SELECT * FROM {t} ORDER BY 1").fetchall() for t in ("users", "orders", "t")]
+    return hashlib.sha256(repr((catalog, roles, data)).encode()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def pg_victim(postgres_url: str) -> str:
+    """The test tables, and the URL of a role that may only SELECT them: as documented, a
+    superuser's READ ONLY transaction can still read server files or run COPY TO PROGRAM."""
+    import psycopg
+
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        for statement in SETUP:
+            conn.execute(statement.replace("REAL", "DOUBLE PRECISION"))
+        if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = 'groundsql_test_reader'").fetchone():
+            conn.execute("CREATE ROLE groundsql_test_reader LOGIN")
+        conn.execute("GRANT SELECT ON ALL TABLES IN SCHEMA public TO groundsql_test_reader")
+    return postgres_url.replace("postgres@", "groundsql_test_reader@", 1)
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("case", _cases_for("postgres"))
+def test_postgres_unchanged(pg_victim: str, case) -> None:
+    before = _pg_state(pg_victim)
+    with groundsql.connect(pg_victim) as session:
+        _attempt(session, session.db, case.sql)
+    assert _pg_state(pg_victim) == before
