@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import uuid
 from pathlib import Path
@@ -9,7 +10,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-BENCHMARKS = REPO.parent / "shared" / "benchmarks"
+# The shared benchmark data lies beside the checkout (never copied into it).
+BENCHMARKS = Path(os.environ.get("GROUNDSQL_BENCHMARKS", REPO.parent / "shared" / "benchmarks"))
 SPIDER = BENCHMARKS / "spider_dev"
 PG_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 
@@ -17,7 +19,10 @@ PG_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 def spider_db(name: str) -> Path:
     path = SPIDER / "database" / name / f"{name}.sqlite"
     if not path.is_file():
-        pytest.skip(f"shared benchmark database {path} is not here")
+        message = f"shared benchmark database {path} is not here (set GROUNDSQL_BENCHMARKS)"
+        if os.environ.get("CI"):
+            pytest.fail(message)  # in CI a missing data set must not pass as skipped tests
+        pytest.skip(message)
     return path
 
 
