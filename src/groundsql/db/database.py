@@ -31,7 +31,7 @@ from groundsql.schema.model import Schema
 log = logging.getLogger("groundsql")
 
 # SQLAlchemy backend name -> sqlglot dialect name.
-_DIALECTS = {"sqlite": "sqlite", "postgresql": "postgres", "duckdb": "duckdb", "mysql": "mysql"}
+_DIALECTS = {"sqlite": "sqlite", "postgresql": "postgres", "duckdb": "duckdb"}
 
 
 @dataclass(frozen=True)
@@ -159,8 +159,6 @@ class Database:
                 if self.backend == "postgresql":
                     conn.exec_driver_sql("SET TRANSACTION READ ONLY")
                     conn.exec_driver_sql(f"SET LOCAL statement_timeout = {int(timeout_s * 1000)}")
-                elif self.backend == "mysql":
-                    conn.exec_driver_sql("SET TRANSACTION READ ONLY")
                 interrupt = self._interrupter(conn)
 
                 def on_timeout() -> None:
