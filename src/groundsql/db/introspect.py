@@ -14,6 +14,7 @@ from groundsql.schema.model import Column, ForeignKey, Schema, Table
 if TYPE_CHECKING:
     from groundsql.db.database import Database
 
+_EXAMPLE_SAMPLE_ROWS = 10_000
 _MAX_EXAMPLE_CHARS = 60  # long texts would crowd the prompt without telling the model more
 
 
@@ -127,10 +128,11 @@ def _examples(db: "Database", table: str, column: str) -> tuple[object, ...]:
     if k == 0:
         return ()
     col = db.quote(column)
-    # The most frequent values are the most useful examples (codes, categories, labels).
+    # The most frequent values are the most useful examples (codes, categories, labels);
+    # counting them over a bounded sample keeps introspection cheap on large tables.
     sql = (
-        f"SELECT {col} FROM {db.quote(table)} WHERE {col} IS NOT NULL "
-        f"GROUP BY {col} ORDER BY COUNT(*) DESC, {col} LIMIT {k}"
+        f"SELECT {col} FROM (SELECT {col} FROM {db.quote(table)} WHERE {col} IS NOT NULL "
+        f"LIMIT {_EXAMPLE_SAMPLE_ROWS}) AS sample GROUP BY {col} ORDER BY COUNT(*) DESC, {col} LIMIT {k}"
     )
     try:
         rows = db.execute(sql, max_rows=k).rows
