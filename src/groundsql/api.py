@@ -9,6 +9,7 @@ from typing import Any
 from groundsql.config import Settings, data_home
 from groundsql.db import Database, QueryResult
 from groundsql.llm import LLM, build_llm
+from groundsql.retrieval import QueryBank
 from groundsql.strategies import Answer, Context, get_strategy
 
 
@@ -27,9 +28,12 @@ def demo_database_url() -> str:
 class Session:
     """A database, a model and settings; ask it questions."""
 
-    def __init__(self, db: Database, llm: LLM | None, settings: Settings) -> None:
+    def __init__(
+        self, db: Database, llm: LLM | None, settings: Settings, bank: QueryBank | None = None
+    ) -> None:
         self.db = db
         self.settings = settings
+        self.bank = bank
         self._llm = llm
 
     @property
@@ -41,7 +45,7 @@ class Session:
 
     @cached_property
     def context(self) -> Context:
-        return Context(db=self.db, llm=self.llm, settings=self.settings)
+        return Context(db=self.db, llm=self.llm, settings=self.settings, bank=self.bank)
 
     def ask(self, question: str, *, strategy: str = "zero-shot") -> Answer:
         if not question.strip():
@@ -73,12 +77,14 @@ def connect(
     model: str | None = None,
     settings: Settings | None = None,
     llm: LLM | None = None,
+    bank: QueryBank | str | Path | None = None,
 ) -> Session:
     """Open a session.
 
     url: a SQLAlchemy URL or a path to a SQLite file; None means the demo database.
     model: shorthand for `settings.llm.model` (a registered name or a GGUF path).
     llm: a ready backend (e.g. a replay backend in tests); overrides `settings.llm`.
+    bank: solved examples (a QueryBank or a JSONL file) for the few-shot strategy.
     """
     settings = settings or Settings()
     if model is not None:
@@ -87,4 +93,6 @@ def connect(
         url = demo_database_url()
     elif isinstance(url, Path) or "://" not in str(url):
         url = f"sqlite:///{Path(url).expanduser().resolve()}"
-    return Session(Database(str(url), settings.database), llm, settings)
+    if bank is not None and not isinstance(bank, QueryBank):
+        bank = QueryBank.load(bank)
+    return Session(Database(str(url), settings.database), llm, settings, bank)

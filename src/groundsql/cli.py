@@ -63,14 +63,16 @@ def ask(
     as_json: Annotated[bool, typer.Option("--json", help="Print a machine-readable result.")] = False,
     trace: Annotated[bool, typer.Option(help="Also print the step-by-step trace.")] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not reuse cached model answers.")] = False,
+    strategy: Annotated[str, typer.Option(help="zero-shot, few-shot or self-consistency.")] = "zero-shot",
+    bank: Annotated[Optional[str], typer.Option(help="Query bank (JSONL) for few-shot.")] = None,
 ) -> None:
     """Answer QUESTION with a validated, read-only SQL query and its result."""
     from groundsql.api import connect
 
     settings = _settings(model, backend, base_url, no_cache)
     with err.status("Thinking…", spinner="dots"):
-        with connect(db, settings=settings) as session:
-            answer = session.ask(question)
+        with connect(db, settings=settings, bank=bank) as session:
+            answer = session.ask(question, strategy=strategy)
     if as_json:
         print(json.dumps(answer.to_dict(), indent=2, ensure_ascii=False))
         raise typer.Exit(0 if answer.ok else 1)
@@ -133,6 +135,107 @@ def demo(
         print(build_demo_database(Path(out_path)))
     else:
         print(demo_database_url().removeprefix("sqlite:///"))
+
+
+@app.command("eval")
+def eval_command(
+    benchmark: Annotated[str, typer.Argument(help="Spider or BIRD folder, or a .jsonl file.")],
+    config: Annotated[
+        list[str],
+        typer.Option("--config", help="NAME[:key=value,...]; repeat to compare side by side."),
+    ] = ["zero-shot"],  # noqa: B006 - typer needs a literal default
+    limit: Annotated[Optional[int], typer.Option(help="A fixed random sample of N items.")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the sample.")] = 0,
+    workers: Annotated[int, typer.Option(help="Items evaluated at once.")] = 1,
+    out_folder: Annotated[
+        Optional[str], typer.Option("--out", help="Results folder; a run there is resumed.")
+    ] = None,
+    model: Annotated[Optional[str], typer.Option(help="Model for every configuration.")] = None,
+    backend: Annotated[Optional[str], typer.Option(help="local or openai.")] = None,
+    base_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible server.")] = None,
+    bank: Annotated[
+        Optional[str],
+        typer.Option(help="Query bank (JSONL) for few-shot; default: the benchmark's items from other databases."),
+    ] = None,
+    judge: Annotated[bool, typer.Option(help="Let the model judge tier 3 of the semantic check.")] = False,
+    no_cache: Annotated[
+        bool, typer.Option("--no-cache", help="Reach the model every time (honest latencies).")
+    ] = False,
+) -> None:
+    """Measure configurations on a benchmark: accuracy (EX, three tiers, filter values), cost, speed."""
+    import datetime as dt
+    from pathlib import Path
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from groundsql.evaluation.configs import parse_config
+    from groundsql.evaluation.datasets import load_benchmark
+    from groundsql.evaluation.report import write_reports
+    from groundsql.evaluation.runner import EvalRun, bank_from_items, load_records, sample
+    from groundsql.retrieval import QueryBank
+
+    base = _settings(model, backend, base_url, no_cache).model_copy(
+        update={
+            # Results are compared whole: no row cap or added LIMIT may cut a gold-sized answer.
+            "database": Settings().database.model_copy(update={"max_rows": 100_000}),
+            "safety": Settings().safety.model_copy(update={"default_limit": 100_000}),
+        }
+    )
+    configs = [parse_config(spec, base) for spec in config]
+    all_items = load_benchmark(benchmark)
+    items = sample(all_items, limit, seed)
+    out_dir = Path(out_folder or f"eval-runs/{Path(benchmark).stem}-{dt.datetime.now():%Y%m%d-%H%M%S}")
+    run = EvalRun(
+        items=items,
+        configs=configs,
+        out_dir=out_dir,
+        bank=QueryBank.load(bank) if bank else bank_from_items(all_items),
+        cross_database_bank=bank is None,
+        workers=workers,
+        judge=judge,
+    )
+    pending = run.pending()
+    tally = {c.label: [0, 0] for c in configs}  # correct, seen
+    for record in load_records(run.results_path):
+        if record.get("config") in tally and "gold_error" not in record:
+            tally[record["config"]][0] += bool(record.get("ex"))
+            tally[record["config"]][1] += 1
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err) as progress:
+        tasks = {
+            c.label: progress.add_task(_eval_label(c.label, *tally[c.label]), total=len(items),
+                                       completed=len(items) - sum(1 for cfg, _ in pending if cfg is c))
+            for c in configs
+        }
+
+        def on_record(record: dict) -> None:
+            counts = tally[record["config"]]
+            if "gold_error" not in record:
+                counts[0] += bool(record.get("ex"))
+                counts[1] += 1
+            progress.update(tasks[record["config"]], advance=1, description=_eval_label(record["config"], *counts))
+
+        run.on_record = on_record
+        run.run()
+    meta = {
+        "benchmark": str(benchmark),
+        "items": len(items),
+        "of": len(all_items),
+        "seed": seed,
+        "model": base.llm.model,
+        "configs": config,
+        "date": dt.datetime.now().isoformat(timespec="seconds"),
+    }
+    paths = write_reports(load_records(run.results_path), out_dir, meta=meta)
+    markdown = next(p for p in paths.values() if p.suffix == ".md")
+    print(markdown.read_text(encoding="utf-8"))
+    for path in paths.values():
+        err.print(f"wrote {path}")
+
+
+def _eval_label(label: str, correct: int, seen: int) -> str:
+    accuracy = f"{100 * correct / seen:5.1f}% EX" if seen else "   -  EX"
+    return f"{label:<28} {accuracy}"
 
 
 @models_app.command("list")

@@ -78,8 +78,24 @@ class GenerationConfig(_Frozen):
     reflection_retries: int = Field(1, ge=0, le=5)
 
 
+class FewShotConfig(_Frozen):
+    """Few-shot baseline (FLINT D.2): the k query-bank examples most like the question."""
+
+    k: int = Field(3, ge=0, le=20)
+
+
+class SelfConsistencyConfig(_Frozen):
+    """Self-consistency (CHESS k=10, IESR SC@maj): one greedy sample and k-1 at a temperature,
+    majority vote by execution result."""
+
+    k: int = Field(5, ge=1, le=64)
+    temperature: float = Field(0.7, gt=0.0, le=2.0)
+
+
 class Settings(_Frozen):
     llm: LLMConfig = LLMConfig()
     database: DatabaseConfig = DatabaseConfig()
     safety: SafetyConfig = SafetyConfig()
     generation: GenerationConfig = GenerationConfig()
+    few_shot: FewShotConfig = FewShotConfig()
+    self_consistency: SelfConsistencyConfig = SelfConsistencyConfig()

@@ -7,11 +7,17 @@ from typing import Callable
 from groundsql.errors import ConfigError
 from groundsql.strategies.answer import Answer, Step, Trace
 from groundsql.strategies.context import Context
+from groundsql.strategies.few_shot import few_shot
+from groundsql.strategies.self_consistency import self_consistency
 from groundsql.strategies.zero_shot import zero_shot
 
 Strategy = Callable[[str, Context], Answer]
 
-STRATEGIES: dict[str, Strategy] = {"zero-shot": zero_shot}
+STRATEGIES: dict[str, Strategy] = {
+    "zero-shot": zero_shot,
+    "few-shot": few_shot,
+    "self-consistency": self_consistency,
+}
 
 
 def get_strategy(name: str) -> Strategy:

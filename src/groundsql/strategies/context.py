@@ -4,6 +4,7 @@ and reflect on failure."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -12,6 +13,7 @@ from groundsql.db import Database, QueryResult
 from groundsql.errors import DatabaseError, LLMError, UnsafeSQLError
 from groundsql.llm import LLM, ChatRequest, Message
 from groundsql.prompts import load_prompt
+from groundsql.retrieval import Example, QueryBank
 from groundsql.safety import ValidatedSQL, validate_sql
 from groundsql.schema import Schema, render_schema
 from groundsql.strategies.answer import Answer, Trace
@@ -22,6 +24,8 @@ class Context:
     db: Database
     llm: LLM
     settings: Settings
+    bank: QueryBank | None = None  # solved examples, for the strategies that retrieve them
+    exclude_db: str | None = None  # keep this database's own examples out of retrieval
 
     @cached_property
     def schema(self) -> Schema:
@@ -42,6 +46,22 @@ class Context:
         """Validate, then execute read-only: the only way model-written SQL reaches a database."""
         checked = validate_sql(sql, self.db.dialect, self.settings.safety)
         return checked, self.db.execute(checked.sql)
+
+
+def generation_request(ctx: Context, question: str, examples: Sequence[Example] = ()) -> ChatRequest:
+    """The generation prompt for `question`, with solved examples when given, and the model
+    settings (temperature, max tokens, seed) from the configuration."""
+    shown = "".join(f"Question: {e.question}\nSQL: {e.sql}\n\n" for e in examples)
+    request = load_prompt("generate_sql").request(
+        dialect=ctx.dialect_label,
+        schema=ctx.schema_text,
+        examples=f"Solved examples:\n\n{shown}" if shown else "",
+        question=question.strip(),
+    )
+    llm = ctx.settings.llm
+    return request.model_copy(
+        update={"temperature": llm.temperature, "max_tokens": llm.max_tokens, "seed": llm.seed}
+    )
 
 
 _FENCED = re.compile(r"```[ \t]*(?:sql|sqlite|postgresql|postgres|duckdb)?[ \t]*\n?(.*?)```", re.S | re.I)

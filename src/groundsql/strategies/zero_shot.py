@@ -4,21 +4,13 @@ The baseline every other strategy must beat (FLINT appendix D.2)."""
 
 from __future__ import annotations
 
-from groundsql.prompts import load_prompt
 from groundsql.strategies.answer import Answer, Trace
-from groundsql.strategies.context import Context, generate_and_execute
+from groundsql.strategies.context import Context, generate_and_execute, generation_request
 
 
 def zero_shot(question: str, ctx: Context) -> Answer:
     trace = Trace(question, "zero-shot")
     with trace.step("schema", format=ctx.settings.generation.schema_format) as step:
-        schema_text = ctx.schema_text
         step["tables"] = len(ctx.schema.tables)
-    request = load_prompt("generate_sql").request(
-        dialect=ctx.dialect_label, schema=schema_text, question=question.strip()
-    )
-    gen = ctx.settings.llm
-    request = request.model_copy(
-        update={"temperature": gen.temperature, "max_tokens": gen.max_tokens, "seed": gen.seed}
-    )
+        request = generation_request(ctx, question)
     return generate_and_execute(ctx, request, trace)

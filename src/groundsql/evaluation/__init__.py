@@ -1,0 +1,1 @@
+"""Evaluation: benchmarks, metrics, runs and reports."""

@@ -1,0 +1,253 @@
+"""Runs configurations over benchmark items and writes one record per (configuration, item).
+
+Records are appended to `results.jsonl` as they finish, so an interrupted run resumes where it
+stopped: items already recorded for a configuration are skipped. Work is ordered by
+configuration, then database, so a local model's prompt-prefix cache (instructions + schema)
+serves consecutive questions.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from groundsql.config import Settings
+from groundsql.db import Database, QueryResult
+from groundsql.errors import GroundsqlError
+from groundsql.evaluation.configs import GOLD, EvalConfig
+from groundsql.evaluation.datasets import EvalItem
+from groundsql.evaluation.scoring import score
+from groundsql.llm import LLM, build_llm
+from groundsql.retrieval import Example, QueryBank
+from groundsql.strategies import Answer, Context, get_strategy
+from groundsql.strategies.answer import Trace, json_value
+
+RESULTS_FILE = "results.jsonl"
+_ROWS_KEPT = 20  # rows of each result kept in a record, for the failure browser
+
+
+def sample(items: list[EvalItem], limit: int | None, seed: int) -> list[EvalItem]:
+    """A fixed random sample (same limit and seed, same items), in benchmark order."""
+    if limit is None or limit >= len(items):
+        return list(items)
+    chosen = set(random.Random(seed).sample(range(len(items)), limit))
+    return [item for i, item in enumerate(items) if i in chosen]
+
+
+def bank_from_items(items: Iterable[EvalItem]) -> QueryBank:
+    """A benchmark's own items as a query bank; retrieval then excludes each question's own
+    database, so examples come from other databases (Spider's cross-database setting)."""
+    return QueryBank([Example(i.question, i.gold_sql, db_id=i.db_id) for i in items])
+
+
+@dataclass
+class EvalRun:
+    items: list[EvalItem]
+    configs: list[EvalConfig]
+    out_dir: Path
+    bank: QueryBank | None = None
+    cross_database_bank: bool = True  # exclude the item's own database from retrieval
+    workers: int = 1
+    judge: bool = False
+    llm: LLM | None = None  # a ready backend (tests); otherwise built from each config
+    on_record: Callable[[dict[str, Any]], None] | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _databases: dict[str, Database] = field(default_factory=dict)
+    _llms: dict[str, LLM] = field(default_factory=dict)
+    _contexts: dict[tuple[str, str], Context] = field(default_factory=dict)
+    _gold: dict[tuple[str, str], QueryResult | str] = field(default_factory=dict)
+
+    @property
+    def results_path(self) -> Path:
+        return self.out_dir / RESULTS_FILE
+
+    def done(self) -> set[tuple[str, str]]:
+        return {(r["config"], r["item_id"]) for r in load_records(self.results_path)}
+
+    def pending(self) -> list[tuple[EvalConfig, EvalItem]]:
+        done = self.done()
+        work = [
+            (config, item)
+            for config in self.configs
+            for item in sorted(self.items, key=lambda i: i.db_id)
+            if (config.label, item.item_id) not in done
+        ]
+        return work
+
+    def run(self) -> None:
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self._end_cut_line()
+        work = self.pending()
+        if self.workers <= 1:
+            for config, item in work:
+                self._record(self.evaluate(config, item))
+        else:
+            with ThreadPoolExecutor(self.workers) as pool:
+                for record in pool.map(lambda task: self.evaluate(*task), work):
+                    self._record(record)
+        self.close()
+
+    def _end_cut_line(self) -> None:
+        """An interrupted write leaves a last line without its newline; close it, so the next
+        record starts on a line of its own (the cut line is skipped when read)."""
+        path = self.results_path
+        if path.is_file() and path.stat().st_size:
+            with path.open("rb+") as handle:
+                handle.seek(-1, 2)
+                if handle.read(1) != b"\n":
+                    handle.write(b"\n")
+
+    def _record(self, record: dict[str, Any]) -> None:
+        with self._lock, self.results_path.open("a", encoding="utf-8") as out:
+            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+        if self.on_record:
+            self.on_record(record)
+
+    # -- one item -------------------------------------------------------------------------
+
+    def evaluate(self, config: EvalConfig, item: EvalItem) -> dict[str, Any]:
+        record: dict[str, Any] = {
+            "config": config.label,
+            "item_id": item.item_id,
+            "db_id": item.db_id,
+            "category": item.category,
+            "question": item.question,
+            "gold_sql": item.gold_sql,
+        }
+        try:
+            db = self._database(item.db_url, config.settings)
+        except GroundsqlError as err:
+            return {**record, "gold_error": f"database: {err}"}
+        gold = self._gold_result(db, item)
+        if isinstance(gold, str):
+            return {**record, "gold_error": gold}
+        answer = self._answer(config, item, db)
+        pred = QueryResult(answer.columns, answer.rows, answer.truncated, 0.0) if answer.ok else None
+        verdict = score(
+            question=item.question,
+            gold_sql=item.gold_sql,
+            gold=gold,
+            pred_sql=answer.sql if answer.ok else None,
+            pred=pred,
+            dialect=db.dialect,
+            schema=_schema_mapping(db),
+            ignore_limit=config.settings.safety.default_limit,
+            judge=self._llm(config.settings) if self.judge else None,
+        )
+        return {
+            **record,
+            "pred_sql": answer.sql,
+            "error": answer.error,
+            "ex": verdict.ex,
+            "semantic": verdict.semantic,
+            "tier": verdict.tier,
+            "tree_edit_distance": verdict.tree_edit_distance,
+            "filter_value": verdict.filter_value,
+            "latency_s": round(answer.elapsed_s, 4),
+            "model_calls": len(answer.calls),
+            # Calls answered from the disk cache have no real latency; reports can tell.
+            "cached_calls": sum(c.from_cache for c in answer.calls),
+            "prompt_tokens": answer.prompt_tokens,
+            "completion_tokens": answer.completion_tokens,
+            "gold_columns": list(gold.columns),
+            "gold_rows": _rows(gold.rows),
+            "gold_row_count": len(gold.rows),
+            "pred_columns": list(answer.columns),
+            "pred_rows": _rows(answer.rows),
+            "pred_row_count": len(answer.rows),
+        }
+
+    def _answer(self, config: EvalConfig, item: EvalItem, db: Database) -> Answer:
+        ctx = self._context(config, item, db)
+        if config.strategy == GOLD:
+            return _gold_answer(item, ctx)
+        question = f"{item.question}\nHint: {item.evidence}" if item.evidence else item.question
+        try:
+            return get_strategy(config.strategy)(question, ctx)
+        except GroundsqlError as err:
+            return Trace(item.question, config.strategy).finish(sql=None, error=str(err))
+
+    def _context(self, config: EvalConfig, item: EvalItem, db: Database) -> Context:
+        key = (config.label, item.db_url)
+        with self._lock:
+            if key not in self._contexts:
+                llm = self._llm(config.settings) if config.strategy != GOLD else None
+                self._contexts[key] = Context(
+                    db=db,
+                    llm=llm,  # type: ignore[arg-type]
+                    settings=config.settings,
+                    bank=self.bank,
+                    exclude_db=item.db_id if self.cross_database_bank else None,
+                )
+            return self._contexts[key]
+
+    def _database(self, url: str, settings: Settings) -> Database:
+        with self._lock:
+            if url not in self._databases:
+                self._databases[url] = Database(url, settings.database)
+            return self._databases[url]
+
+    def _llm(self, settings: Settings) -> LLM:
+        if self.llm is not None:
+            return self.llm
+        key = settings.llm.model_dump_json()
+        with self._lock:
+            if key not in self._llms:
+                self._llms[key] = build_llm(settings.llm)
+            return self._llms[key]
+
+    def _gold_result(self, db: Database, item: EvalItem) -> QueryResult | str:
+        key = (item.db_url, item.gold_sql)
+        if key not in self._gold:
+            try:
+                # The gold is trusted benchmark SQL: it runs without the validator, read-only.
+                self._gold[key] = db.execute(item.gold_sql)
+            except GroundsqlError as err:
+                self._gold[key] = f"gold query failed: {err}"
+        return self._gold[key]
+
+    def close(self) -> None:
+        for db in self._databases.values():
+            db.close()
+
+
+def _gold_answer(item: EvalItem, ctx: Context) -> Answer:
+    """The `gold` configuration: the gold SQL as the prediction, through the same validator and
+    execution path as a model's SQL, so the harness itself is checked end to end."""
+    trace = Trace(item.question, GOLD)
+    with trace.step("validate+execute") as step:
+        try:
+            checked, result = ctx.run_sql(item.gold_sql)
+        except GroundsqlError as err:
+            step["error"] = str(err)
+            checked = result = None
+    if result is None:
+        return trace.finish(sql=item.gold_sql, error=step["error"])
+    return trace.finish(sql=checked.sql, columns=result.columns, rows=result.rows)
+
+
+def _schema_mapping(db: Database) -> dict[str, dict[str, str]]:
+    return {t.name: {c.name: c.type for c in t.columns} for t in db.introspect().tables}
+
+
+def _rows(rows: tuple[tuple[Any, ...], ...]) -> list[list[Any]]:
+    return [[json_value(v) for v in row] for row in rows[:_ROWS_KEPT]]
+
+
+def load_records(path: Path) -> list[dict[str, Any]]:
+    """Records of a results file; a line cut off by an interruption is skipped, not fatal."""
+    if not path.is_file():
+        return []
+    records = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            continue
+    return records

@@ -1,0 +1,64 @@
+"""A query bank of solved questions, and lexical retrieval of the nearest ones.
+
+Lexical similarity (rapidfuzz's token-set ratio) is the fallback that always works offline;
+embedding retrieval comes with the grounded pipeline and keeps this interface.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from rapidfuzz import fuzz, process, utils
+
+from groundsql.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Example:
+    question: str
+    sql: str
+    reasoning: str = ""
+    db_id: str = ""  # the database the example belongs to; "" when it is the only one
+
+
+class QueryBank:
+    def __init__(self, examples: list[Example] | tuple[Example, ...]) -> None:
+        self.examples = tuple(examples)
+        self._questions = [utils.default_process(e.question) for e in self.examples]
+
+    def __len__(self) -> int:
+        return len(self.examples)
+
+    def nearest(self, question: str, k: int, *, exclude_db: str | None = None) -> list[Example]:
+        """The k examples most like `question`; `exclude_db` keeps a database's own solved
+        questions out (cross-database evaluation, as in Spider's train/dev split)."""
+        if k <= 0 or not self.examples:
+            return []
+        allowed = [i for i, e in enumerate(self.examples) if exclude_db is None or e.db_id != exclude_db]
+        matches = process.extract(
+            utils.default_process(question),
+            {i: self._questions[i] for i in allowed},
+            scorer=fuzz.token_set_ratio,
+            limit=k,
+        )
+        # process.extract sorts by score; ties keep bank order, so retrieval is deterministic.
+        return [self.examples[index] for _, _, index in matches]
+
+    @classmethod
+    def load(cls, path: str | Path) -> "QueryBank":
+        """A JSONL file: one {"question", "sql", optional "reasoning", "db"} object a line."""
+        path = Path(path)
+        examples = []
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                raw = json.loads(line)
+                examples.append(
+                    Example(raw["question"], raw.get("sql") or raw["gold_sql"], raw.get("reasoning", ""), raw.get("db", ""))
+                )
+            except (ValueError, KeyError, TypeError) as err:
+                raise ConfigError(f"{path}:{number}: not a query-bank example ({err})") from err
+        return cls(examples)

@@ -1,0 +1,65 @@
+"""Self-consistency: k samples (one greedy, the rest at a temperature), majority vote by
+execution result (CHESS k=10, IESR SC@maj). The bar every strategy of ours must clear at equal
+or lower cost.
+
+All samples share one prompt, so a local backend computes the prompt once and only generates k
+times. Ties go to the group holding the earliest sample, i.e. the greedy one when it ran.
+"""
+
+from __future__ import annotations
+
+from groundsql.db import QueryResult
+from groundsql.errors import DatabaseError, LLMError, UnsafeSQLError
+from groundsql.strategies.answer import Answer, Trace
+from groundsql.strategies.context import Context, extract_sql, generation_request
+
+
+def result_key(result: QueryResult) -> tuple[str, ...]:
+    """Two results vote together when they hold the same rows, in any order, under any column
+    names (floats to 9 significant digits, so float noise does not split a vote)."""
+
+    def cell(value: object) -> str:
+        return f"{value:.9g}" if isinstance(value, float) else repr(value)
+
+    return tuple(sorted("|".join(cell(v) for v in row) for row in result.rows))
+
+
+def self_consistency(question: str, ctx: Context) -> Answer:
+    config = ctx.settings.self_consistency
+    trace = Trace(question, "self-consistency")
+    with trace.step("schema", format=ctx.settings.generation.schema_format) as step:
+        step["tables"] = len(ctx.schema.tables)
+        greedy = generation_request(ctx, question)
+    votes: dict[tuple[str, ...], list[int]] = {}
+    ran: list[tuple[str, QueryResult] | None] = []
+    last_error = "no sample produced SQL"
+    for i in range(config.k):
+        hot = {"temperature": config.temperature, "seed": greedy.seed + i} if i else {}
+        with trace.step("sample", index=i, temperature=hot.get("temperature", greedy.temperature)) as step:
+            outcome = None
+            try:
+                completion = ctx.llm.complete(greedy.model_copy(update=hot))
+                step["calls"].append(completion)
+                sql = extract_sql(completion.text)
+                step["sql"] = sql
+                if sql is None:
+                    raise GenerationFailed("the answer contained no SQL query")
+                checked, result = ctx.run_sql(sql)
+                outcome = (checked.sql, result)
+                votes.setdefault(result_key(result), []).append(i)
+                step["rows"] = len(result.rows)
+            except (LLMError, UnsafeSQLError, DatabaseError, GenerationFailed) as err:
+                last_error = str(err)
+                step["error"] = last_error
+            ran.append(outcome)
+    if not votes:
+        return trace.finish(sql=None, error=f"none of {config.k} samples ran: {last_error}")
+    with trace.step("vote", groups=sorted((len(v) for v in votes.values()), reverse=True)) as step:
+        winners = max(votes.values(), key=lambda members: (len(members), -members[0]))
+        step["chosen_sample"] = winners[0]
+    sql, result = ran[winners[0]]  # type: ignore[misc]
+    return trace.finish(sql=sql, columns=result.columns, rows=result.rows, truncated=result.truncated)
+
+
+class GenerationFailed(Exception):
+    """A sample that produced no SQL; it simply casts no vote."""

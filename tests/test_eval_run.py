@@ -1,0 +1,192 @@
+"""The evaluation harness: loaders, configurations, runs, resumption, and the gold check."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from groundsql.config import Settings
+from groundsql.errors import ConfigError
+from groundsql.evaluation.configs import parse_config
+from groundsql.evaluation.datasets import load_benchmark
+from groundsql.evaluation.hardness import spider_hardness
+from groundsql.evaluation.runner import EvalRun, bank_from_items, load_records, sample
+from tests.conftest import BENCHMARKS, SPIDER, spider_db
+from tests.test_llm import Scripted
+
+EVAL = Settings().model_copy(
+    update={
+        "database": Settings().database.model_copy(update={"max_rows": 100_000}),
+        "safety": Settings().safety.model_copy(update={"default_limit": 100_000}),
+    }
+)
+
+
+# -- configurations ----------------------------------------------------------------------------
+
+
+def test_parse_config() -> None:
+    config = parse_config("zero-shot:format=ddl,examples=false", Settings())
+    assert config.strategy == "zero-shot" and config.label == "zero-shot:format=ddl,examples=false"
+    assert config.settings.generation.schema_format == "ddl"
+    assert config.settings.generation.with_examples is False
+    sc = parse_config("self-consistency:k=5,temperature=0.9", Settings())
+    assert (sc.settings.self_consistency.k, sc.settings.self_consistency.temperature) == (5, 0.9)
+    assert parse_config("few-shot:k=2", Settings()).settings.few_shot.k == 2
+    assert parse_config("zero-shot:generation.reflection_retries=0", Settings()).settings.generation.reflection_retries == 0
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("telepathy", "unknown configuration"),
+        ("zero-shot:format", "needs a value"),
+        ("zero-shot:colour=blue", "unknown option"),
+        ("zero-shot:format=yaml", "zero-shot:format=yaml"),
+        ("self-consistency:k=0", "self-consistency:k=0"),
+    ],
+)
+def test_bad_configs(spec: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        parse_config(spec, Settings())
+
+
+# -- loaders -----------------------------------------------------------------------------------
+
+
+def test_spider_loader_keeps_hardness() -> None:
+    items = load_benchmark(SPIDER)
+    assert len(items) == 479 and items[0].db_id == "concert_singer"
+    assert {i.category for i in items} == {"easy", "medium", "hard", "extra"}
+    assert Path(items[0].db_url.removeprefix("sqlite:///")).is_file()
+
+
+def test_logiccat_loader_keeps_type() -> None:
+    items = load_benchmark(BENCHMARKS / "logiccat")
+    assert {i.category for i in items} == {"type 1", "type 2", "type 3", "type 4"}
+    assert "step" in items[0].metadata
+
+
+def test_bird_and_jsonl_loaders(tmp_path: Path) -> None:
+    bird = tmp_path / "bird"
+    (bird / "dev_databases" / "shop").mkdir(parents=True)
+    with sqlite3.connect(bird / "dev_databases" / "shop" / "shop.sqlite") as conn:
+        conn.execute("CREATE TABLE t (a INT)")
+    (bird / "dev.json").write_text(
+        json.dumps([{"question_id": 7, "db_id": "shop", "question": "q?", "SQL": "SELECT a FROM t",
+                     "evidence": "a is the amount", "difficulty": "simple"}])
+    )
+    (item,) = load_benchmark(bird)
+    assert (item.item_id, item.evidence, item.category) == ("bird/7", "a is the amount", "simple")
+
+    jsonl = tmp_path / "mine.jsonl"
+    jsonl.write_text(
+        json.dumps({"db": "bird/dev_databases/shop/shop.sqlite", "question": "q?", "gold_sql": "SELECT 1",
+                    "category": "simple", "id": "x1"}) + "\n\n"
+    )
+    (item,) = load_benchmark(jsonl)
+    assert item.item_id == "x1" and item.db_url.endswith("shop.sqlite") and item.category == "simple"
+    jsonl.write_text('{"question": "no db"}\n')
+    with pytest.raises(ConfigError, match="mine.jsonl:1"):
+        load_benchmark(jsonl)
+    with pytest.raises(ConfigError, match="not a benchmark"):
+        load_benchmark(tmp_path)
+
+
+def test_spider_hardness_rules() -> None:
+    items = {i.gold_sql: i.category for i in load_benchmark(SPIDER)}
+    assert items["SELECT count(*) FROM singer"] == "easy"
+    assert items["SELECT name ,  country ,  age FROM singer ORDER BY age DESC"] == "medium"
+    raw = json.loads((SPIDER / "dev.json").read_text())
+    nested = next(r for r in raw if " INTERSECT " in r["query"].upper())
+    assert spider_hardness(nested["sql"]) in {"hard", "extra"}
+
+
+def test_sample_is_fixed_by_seed() -> None:
+    items = load_benchmark(SPIDER)
+    a, b = sample(items, 20, seed=3), sample(items, 20, seed=3)
+    assert [i.item_id for i in a] == [i.item_id for i in b] and len(a) == 20
+    assert [i.item_id for i in sample(items, 20, seed=4)] != [i.item_id for i in a]
+    assert sample(items, None, 0) == items
+
+
+# -- runs --------------------------------------------------------------------------------------
+
+
+def _concert_items(n: int):
+    return [i for i in load_benchmark(SPIDER) if i.db_id == "concert_singer"][:n]
+
+
+def test_run_scores_and_resumes(tmp_path: Path) -> None:
+    items = _concert_items(3)  # count, count, name/country/age ordered by age
+    llm = Scripted(
+        "SELECT COUNT(*) FROM singer",
+        "SELECT COUNT(*) FROM stadium",
+        "SELECT name, country, age FROM singer ORDER BY age ASC",
+    )
+    configs = [parse_config("gold", EVAL), parse_config("zero-shot", EVAL)]
+    run = EvalRun(items=items, configs=configs, out_dir=tmp_path, llm=llm)
+    run.run()
+    records = load_records(tmp_path / "results.jsonl")
+    assert len(records) == 6
+    by = {(r["config"], r["item_id"]): r for r in records}
+    assert all(by[("gold", i.item_id)]["ex"] and by[("gold", i.item_id)]["semantic"] for i in items)
+    zero = [by[("zero-shot", i.item_id)] for i in items]
+    assert [r["ex"] for r in zero] == [True, False, False]  # wrong table; wrong order (gold orders)
+    assert zero[0]["tier"] in (1, 2) and zero[0]["model_calls"] == 1
+    assert zero[1]["semantic"] is False and zero[1]["pred_rows"] == [[9]]
+
+    # A second run over the same folder does nothing (the scripted model has no answers left).
+    EvalRun(items=items, configs=configs, out_dir=tmp_path, llm=Scripted()).run()
+    assert len(load_records(tmp_path / "results.jsonl")) == 6
+
+    # An interrupted write leaves half a line: it is skipped, and that item is run again.
+    lines = (tmp_path / "results.jsonl").read_text().splitlines()
+    (tmp_path / "results.jsonl").write_text("\n".join(lines[:-1]) + "\n" + lines[-1][:40])
+    rerun = EvalRun(items=items, configs=configs, out_dir=tmp_path, llm=Scripted("SELECT name, country, age FROM singer ORDER BY age DESC"))
+    assert len(rerun.pending()) == 1
+    rerun.run()
+    assert len(load_records(tmp_path / "results.jsonl")) == 6
+
+
+def test_few_shot_run_uses_other_databases(tmp_path: Path) -> None:
+    items = load_benchmark(SPIDER)
+    run = EvalRun(
+        items=_concert_items(1),
+        configs=[parse_config("few-shot:k=3", EVAL)],
+        out_dir=tmp_path,
+        llm=Scripted("SELECT COUNT(*) FROM singer"),
+        bank=bank_from_items(items),
+    )
+    run.run()
+    (record,) = load_records(tmp_path / "results.jsonl")
+    assert record["ex"] is True
+    ctx = next(iter(run._contexts.values()))
+    assert ctx.exclude_db == "concert_singer"
+
+
+def test_broken_gold_is_listed_not_counted(tmp_path: Path) -> None:
+    db = tmp_path / "c.sqlite"
+    shutil.copy(spider_db("concert_singer"), db)
+    bench = tmp_path / "b.jsonl"
+    bench.write_text(json.dumps({"db": "c.sqlite", "question": "?", "gold_sql": "SELECT nope FROM singer"}) + "\n")
+    EvalRun(items=load_benchmark(bench), configs=[parse_config("gold", EVAL)], out_dir=tmp_path / "out").run()
+    (record,) = load_records(tmp_path / "out" / "results.jsonl")
+    assert "no such column" in record["gold_error"] and "ex" not in record
+
+
+@pytest.mark.parametrize("benchmark", ["spider_dev", "logiccat"])
+def test_gold_against_gold_is_perfect(tmp_path: Path, benchmark: str) -> None:
+    """The harness's own check: every gold query that runs scores 100% against itself."""
+    items = load_benchmark(BENCHMARKS / benchmark)
+    EvalRun(items=items, configs=[parse_config("gold", EVAL)], out_dir=tmp_path).run()
+    records = load_records(tmp_path / "results.jsonl")
+    scored = [r for r in records if "gold_error" not in r]
+    assert len(records) == len(items)
+    failed = [(r["item_id"], r["gold_sql"]) for r in scored if not (r["ex"] and r["semantic"])]
+    assert failed == []
+    assert len(scored) >= 0.95 * len(items)  # broken gold queries are rare, and listed

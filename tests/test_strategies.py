@@ -1,0 +1,92 @@
+"""Few-shot and self-consistency on a real database, with a scripted model for the plumbing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import groundsql
+from groundsql.config import SelfConsistencyConfig, Settings
+from groundsql.errors import ConfigError
+from groundsql.llm.base import ChatRequest, Completion
+from groundsql.retrieval import Example, QueryBank
+from tests.test_llm import Scripted
+
+BANK = QueryBank(
+    [
+        Example("How many airlines do we have?", "SELECT count(*) FROM airlines", db_id="flight_2"),
+        Example("List the names of all pets.", "SELECT name FROM pets", db_id="pets_1"),
+        Example("How many singers are there?", "SELECT count(*) FROM singer", db_id="concert_singer"),
+    ]
+)
+
+
+class Recording(Scripted):
+    """A scripted model that also keeps the requests it saw."""
+
+    def __init__(self, *answers: str) -> None:
+        super().__init__(*answers)
+        self.requests: list[ChatRequest] = []
+
+    def _complete(self, request: ChatRequest) -> Completion:
+        self.requests.append(request)
+        return super()._complete(request)
+
+
+def test_few_shot_puts_retrieved_examples_after_the_schema(concert_singer: Path) -> None:
+    llm = Recording("SELECT COUNT(*) FROM singer")
+    with groundsql.connect(concert_singer, llm=llm, bank=BANK) as session:
+        answer = session.ask("How many singers do we have?", strategy="few-shot")
+    assert answer.ok and answer.rows == ((6,),)
+    system, user = llm.requests[0].messages
+    assert "# Table: singer" in system.content and "Solved examples" not in system.content
+    assert "How many singers are there?" in user.content  # the nearest example is shown
+    assert user.content.rstrip().endswith("Question: How many singers do we have?")
+    assert answer.steps[0].name == "retrieve" and len(answer.steps[0].detail["examples"]) == 3
+
+
+def test_few_shot_without_bank_is_a_clear_error(concert_singer: Path) -> None:
+    with groundsql.connect(concert_singer, llm=Scripted("SELECT 1")) as session:
+        with pytest.raises(ConfigError, match="query bank"):
+            session.ask("How many singers?", strategy="few-shot")
+
+
+def test_bank_excludes_own_database() -> None:
+    found = BANK.nearest("How many singers are there?", 3, exclude_db="concert_singer")
+    assert [e.db_id for e in found] == ["flight_2", "pets_1"]
+
+
+def test_self_consistency_votes_by_result(concert_singer: Path) -> None:
+    # Five samples: two equivalent queries (6 singers), one other result, one failure, no SQL.
+    llm = Recording(
+        "SELECT COUNT(*) FROM stadium",
+        "SELECT COUNT(*) FROM singer",
+        "SELECT nope FROM singer",
+        "SELECT COUNT(Singer_ID) AS n FROM singer",
+        "I do not know",
+    )
+    settings = Settings(self_consistency=SelfConsistencyConfig(k=5, temperature=0.8))
+    with groundsql.connect(concert_singer, llm=llm, settings=settings) as session:
+        answer = session.ask("How many singers do we have?", strategy="self-consistency")
+    assert answer.ok and answer.rows == ((6,),)
+    assert [r.temperature for r in llm.requests] == [0.0, 0.8, 0.8, 0.8, 0.8]
+    assert len({r.seed for r in llm.requests}) == 5
+    vote = answer.steps[-1]
+    assert vote.name == "vote" and vote.detail["groups"] == [2, 1] and vote.detail["chosen_sample"] == 1
+    assert len(answer.calls) == 5
+
+
+def test_self_consistency_tie_goes_to_greedy(concert_singer: Path) -> None:
+    llm = Recording("SELECT COUNT(*) FROM stadium", "SELECT COUNT(*) FROM singer")
+    settings = Settings(self_consistency=SelfConsistencyConfig(k=2))
+    with groundsql.connect(concert_singer, llm=llm, settings=settings) as session:
+        answer = session.ask("?", strategy="self-consistency")
+    assert answer.steps[-1].detail["chosen_sample"] == 0
+
+
+def test_self_consistency_all_failed(concert_singer: Path) -> None:
+    settings = Settings(self_consistency=SelfConsistencyConfig(k=2))
+    with groundsql.connect(concert_singer, llm=Scripted("nope", "DROP TABLE singer"), settings=settings) as s:
+        answer = s.ask("?", strategy="self-consistency")
+    assert not answer.ok and "none of 2 samples ran" in (answer.error or "")
