@@ -190,3 +190,17 @@ def test_gold_against_gold_is_perfect(tmp_path: Path, benchmark: str) -> None:
     failed = [(r["item_id"], r["gold_sql"]) for r in scored if not (r["ex"] and r["semantic"])]
     assert failed == []
     assert len(scored) >= 0.95 * len(items)  # broken gold queries are rare, and listed
+
+
+def test_run_builds_its_backend_from_the_configuration(tmp_path: Path) -> None:
+    """Without an injected model the runner builds one per configuration (here: the replay
+    backend over answers recorded from the real 0.5B model)."""
+    from tests.test_replay import RECORDINGS
+
+    base = EVAL.model_copy(
+        update={"llm": EVAL.llm.model_copy(update={"backend": "replay", "model": "qwen2.5-coder-0.5b", "replay_dir": RECORDINGS})}
+    )
+    run = EvalRun(items=_concert_items(1), configs=[parse_config("zero-shot", base)], out_dir=tmp_path)
+    run.run()
+    (record,) = load_records(tmp_path / "results.jsonl")
+    assert record["ex"] is True and record["model_calls"] == 1 and record["cached_calls"] == 1

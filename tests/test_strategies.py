@@ -90,3 +90,20 @@ def test_self_consistency_all_failed(concert_singer: Path) -> None:
     with groundsql.connect(concert_singer, llm=Scripted("nope", "DROP TABLE singer"), settings=settings) as s:
         answer = s.ask("?", strategy="self-consistency")
     assert not answer.ok and "none of 2 samples ran" in (answer.error or "")
+
+
+def test_bank_file_round_trip_and_errors(tmp_path: Path) -> None:
+    good = tmp_path / "bank.jsonl"
+    good.write_text(
+        '{"question": "How many airlines?", "sql": "SELECT count(*) FROM airlines", "db": "flight_2"}\n\n'
+        '{"question": "Pet names?", "gold_sql": "SELECT name FROM pets", "reasoning": "one table"}\n'
+    )
+    bank = QueryBank.load(good)
+    assert len(bank) == 2 and bank.examples[1].sql == "SELECT name FROM pets"
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"question": "q"}\n')
+    with pytest.raises(ConfigError, match=r"bad.jsonl:1: not a query-bank example"):
+        QueryBank.load(bad)
+    bad.write_text("[1, 2]\n")
+    with pytest.raises(ConfigError, match="expected a JSON object"):
+        QueryBank.load(bad)

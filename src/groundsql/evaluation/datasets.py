@@ -13,6 +13,7 @@ from typing import Any
 
 from groundsql.errors import ConfigError
 from groundsql.evaluation.hardness import spider_hardness
+from groundsql.jsonl import field_error, read_jsonl
 
 
 @dataclass(frozen=True)
@@ -92,14 +93,11 @@ def load_jsonl(path: Path) -> list[EvalItem]:
     `category`, `evidence` and `id`. `db` is a SQLAlchemy URL, or a SQLite path relative to the
     file, or the word `demo` for the embedded demo database."""
     items = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
+    for number, raw in read_jsonl(path, "a benchmark item"):
         try:
-            raw = json.loads(line)
             db, question, gold = raw["db"], raw["question"], raw["gold_sql"]
-        except (ValueError, KeyError, TypeError) as err:
-            raise ConfigError(f"{path}:{number}: not a benchmark item ({err})") from err
+        except KeyError as err:
+            raise field_error(path, number, "a benchmark item", err) from err
         items.append(
             EvalItem(
                 item_id=str(raw.get("id", f"{path.stem}/{number}")),

@@ -57,7 +57,7 @@ class EvalRun:
     judge: bool = False
     llm: LLM | None = None  # a ready backend (tests); otherwise built from each config
     on_record: Callable[[dict[str, Any]], None] | None = None
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _lock: threading.RLock = field(default_factory=threading.RLock)  # _context takes it, then _llm
     _databases: dict[str, Database] = field(default_factory=dict)
     _llms: dict[str, LLM] = field(default_factory=dict)
     _contexts: dict[tuple[str, str], Context] = field(default_factory=dict)

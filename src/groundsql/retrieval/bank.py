@@ -6,13 +6,12 @@ embedding retrieval comes with the grounded pipeline and keeps this interface.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from rapidfuzz import fuzz, process, utils
 
-from groundsql.errors import ConfigError
+from groundsql.jsonl import field_error, read_jsonl
 
 
 @dataclass(frozen=True)
@@ -51,14 +50,10 @@ class QueryBank:
         """A JSONL file: one {"question", "sql", optional "reasoning", "db"} object a line."""
         path = Path(path)
         examples = []
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if not line.strip():
-                continue
+        for number, raw in read_jsonl(path, "a query-bank example"):
             try:
-                raw = json.loads(line)
-                examples.append(
-                    Example(raw["question"], raw.get("sql") or raw["gold_sql"], raw.get("reasoning", ""), raw.get("db", ""))
-                )
-            except (ValueError, KeyError, TypeError) as err:
-                raise ConfigError(f"{path}:{number}: not a query-bank example ({err})") from err
+                sql = raw.get("sql") or raw["gold_sql"]
+                examples.append(Example(raw["question"], sql, raw.get("reasoning", ""), raw.get("db", "")))
+            except KeyError as err:
+                raise field_error(path, number, "a query-bank example", err) from err
         return cls(examples)

@@ -1,0 +1,28 @@
+"""Reading the JSON Lines files people write by hand (benchmarks, query banks)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from groundsql.errors import ConfigError
+
+
+def read_jsonl(path: Path, what: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line; a bad line is an error naming file:line."""
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except ValueError as err:
+            raise ConfigError(f"{path}:{number}: not {what} ({err})") from err
+        if not isinstance(value, dict):
+            raise ConfigError(f"{path}:{number}: not {what} (expected a JSON object)")
+        yield number, value
+
+
+def field_error(path: Path, number: int, what: str, err: Exception) -> ConfigError:
+    return ConfigError(f"{path}:{number}: not {what} (missing or wrong field {err})")
