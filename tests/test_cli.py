@@ -40,3 +40,28 @@ def test_schema_command_prints_m_schema_and_ddl() -> None:
 def test_models_list() -> None:
     done = _cli("models", "list")
     assert done.returncode == 0 and "qwen2.5-coder-0.5b" in done.stdout
+
+
+def test_eval_command_writes_three_reports_and_resumes(tmp_path: Path) -> None:
+    db = spider_db("concert_singer")
+    bench = tmp_path / "mini.jsonl"
+    bench.write_text(
+        "\n".join(
+            json.dumps({"db": str(db), "question": q, "gold_sql": sql, "category": cat})
+            for q, sql, cat in [
+                ("How many singers?", "SELECT count(*) FROM singer", "easy"),
+                ("Singer names by age", "SELECT name FROM singer ORDER BY age", "medium"),
+                ("Broken gold", "SELECT nope FROM singer", "easy"),
+            ]
+        )
+    )
+    out = tmp_path / "run"
+    first = _cli("eval", str(bench), "--config", "gold", "--out", str(out))
+    assert first.returncode == 0, first.stderr
+    assert {p.name for p in out.iterdir()} == {"results.jsonl", "report.json", "report.md", "report.html"}
+    assert "| gold | 2 |" in first.stdout  # two scored items; the broken gold is listed apart
+    assert "no such column" in first.stdout
+    report = json.loads((out / "report.json").read_text())
+    assert report["configs"]["gold"]["ex"] == 100.0
+    again = _cli("eval", str(bench), "--config", "gold", "--out", str(out))
+    assert again.returncode == 0 and len((out / "results.jsonl").read_text().splitlines()) == 3
