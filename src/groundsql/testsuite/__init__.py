@@ -1,0 +1,1 @@
+"""Test suites: populated database variants that tell a correct query from its near misses."""

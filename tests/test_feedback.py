@@ -1,0 +1,33 @@
+"""Reflection feedback: the error plus the real columns of the tables the failed query used."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from groundsql.db import Database
+from groundsql.strategies.feedback import error_feedback
+
+
+def test_wrong_column_lists_real_columns_by_alias(concert_singer: Path) -> None:
+    schema = Database(f"sqlite:///{concert_singer}").introspect()
+    text = error_feedback(
+        "SELECT T2.Name FROM concert AS T1 JOIN singer_in_concert AS T2 ON T1.concert_ID = T2.concert_ID",
+        "no such column: T2.Name",
+        schema,
+    )
+    assert text.splitlines()[0] == "no such column: T2.Name"
+    assert "- T2 = singer_in_concert: concert_ID, Singer_ID" in text
+    assert "- T1 = concert: concert_ID, concert_Name, Theme, Stadium_ID, Year" in text
+
+
+def test_unknown_table_lists_the_real_ones(concert_singer: Path) -> None:
+    schema = Database(f"sqlite:///{concert_singer}").introspect()
+    text = error_feedback("WITH x AS (SELECT 1) SELECT * FROM singers, x", "no such table: singers", schema)
+    assert "These tables do not exist: singers." in text
+    assert "The tables are: concert, singer, singer_in_concert, stadium." in text
+    assert "x" not in text.split("exist:")[1].split(".")[0]  # a CTE is not a missing table
+
+
+def test_unparseable_sql_gives_the_error_alone(concert_singer: Path) -> None:
+    schema = Database(f"sqlite:///{concert_singer}").introspect()
+    assert error_feedback("SELEC nonsense (((", "refused unparseable SQL", schema) == "refused unparseable SQL"
