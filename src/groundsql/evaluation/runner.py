@@ -158,6 +158,8 @@ class EvalRun:
             # Calls answered from the disk cache have no real latency; reports can tell.
             "cached_calls": sum(c.from_cache for c in answer.calls),
             "prompt_tokens": answer.prompt_tokens,
+            # Of those, the ones the backend's prefix cache served (not computed again).
+            "cached_prompt_tokens": sum(c.cached_prompt_tokens for c in answer.calls),
             "completion_tokens": answer.completion_tokens,
             "gold_columns": list(gold.columns),
             "gold_rows": _rows(gold.rows),
