@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sqlite3
-import time
 from pathlib import Path
 
 import pytest
@@ -30,13 +29,11 @@ def _tables(conn: sqlite3.Connection) -> list[str]:
         "ORDER BY name")]
 
 
-def test_same_seed_gives_identical_bytes_and_build_is_fast(tmp_path: Path) -> None:
-    started = time.perf_counter()
+def test_same_seed_gives_identical_bytes(tmp_path: Path) -> None:
+    # (How long a build takes is a benchmark matter, not a unit-test assertion.)
     first = build_demo_database(tmp_path / "a" / DEMO_DB_FILENAME)
-    elapsed = time.perf_counter() - started
     second = build_demo_database(tmp_path / "b" / DEMO_DB_FILENAME, seed=7)
     assert first.read_bytes() == second.read_bytes()
-    assert elapsed < 10
     other = build_demo_database(tmp_path / "c" / DEMO_DB_FILENAME, seed=8)
     assert other.read_bytes() != first.read_bytes()
 

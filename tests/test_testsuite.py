@@ -67,3 +67,16 @@ def test_cli_testsuite(tmp_path: Path) -> None:
     assert "near-miss mutations" in done.stdout and (tmp_path / "ts" / "suite.json").is_file()
     refused = _cli("testsuite", "--db", str(AIRCRAFT), "--sql", "DELETE FROM aircraft", "--out", str(tmp_path / "x"))
     assert refused.returncode != 0 and "refused" in refused.stderr
+
+
+def test_earlier_run_is_rescored_with_test_suites(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("GROUNDSQL_HOME", str(tmp_path / "home"))
+    items = [i for i in load_benchmark(BENCHMARKS / "logiccat") if i.gold_sql.rstrip(";") == LIFT][:1]
+    configs = [parse_config("zero-shot", EVAL)]
+    EvalRun(items=items, configs=configs, out_dir=tmp_path, llm=Scripted(LIFT.replace("*", "-"))).run()
+    (before,) = load_records(tmp_path / "results.jsonl")
+    assert "ts_ex" not in before and before["ex"] is True
+    # No model answers are left: the rescoring must use the stored prediction.
+    EvalRun(items=items, configs=configs, out_dir=tmp_path, llm=Scripted(), test_suite=True).run()
+    (after,) = load_records(tmp_path / "results.jsonl")
+    assert after["ts_ex"] is False and after["pred_sql"] == before["pred_sql"]

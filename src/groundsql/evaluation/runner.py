@@ -9,6 +9,7 @@ serves consecutive questions.
 from __future__ import annotations
 
 import json
+import os
 import random
 import threading
 from collections.abc import Callable, Iterable
@@ -93,7 +94,30 @@ class EvalRun:
             with ThreadPoolExecutor(self.workers) as pool:
                 for record in pool.map(lambda task: self.evaluate(*task), work):
                     self._record(record)
+        if self.test_suite:
+            self._add_missing_test_suite_scores()
         self.close()
+
+    def _add_missing_test_suite_scores(self) -> None:
+        """Records made without --test-suite get their test-suite scores from the stored
+        prediction, so an earlier run is rescored without asking the model again."""
+        records = load_records(self.results_path)
+        items = {i.item_id: i for i in self.items}
+        changed = False
+        for record in records:
+            item = items.get(record["item_id"])
+            if item is None or "ts_ex" in record or "gold_error" in record:
+                continue
+            db = self._database(item.db_url, self.configs[0].settings)
+            gold = self._gold_result(db, item)
+            if isinstance(gold, QueryResult):
+                pred_sql = record.get("pred_sql") if not record.get("error") else None
+                record.update(_test_suite_scores(db, item, gold, pred_sql))
+                changed = True
+        if changed:
+            tmp = self.results_path.with_suffix(".jsonl.tmp")
+            tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+            os.replace(tmp, self.results_path)
 
     def _end_cut_line(self) -> None:
         """An interrupted write leaves a last line without its newline; close it, so the next
@@ -143,7 +167,7 @@ class EvalRun:
             judge=self._llm(config.settings) if self.judge else None,
         )
         if self.test_suite:
-            record.update(_test_suite_scores(db, item, gold, answer))
+            record.update(_test_suite_scores(db, item, gold, answer.sql if answer.ok else None))
         return {
             **record,
             "pred_sql": answer.sql,
@@ -238,7 +262,7 @@ def _gold_answer(item: EvalItem, ctx: Context) -> Answer:
     return trace.finish(sql=checked.sql, columns=result.columns, rows=result.rows)
 
 
-def _test_suite_scores(db: Database, item: EvalItem, gold: QueryResult, answer: Answer) -> dict[str, Any]:
+def _test_suite_scores(db: Database, item: EvalItem, gold: QueryResult, pred_sql: str | None) -> dict[str, Any]:
     """Test-suite execution accuracy: correct only if the prediction's result matches the gold's
     on every variant of the gold's suite (Zhong et al. 2020). Also whether the gold's result on
     the original database could tell queries apart at all."""
@@ -250,9 +274,9 @@ def _test_suite_scores(db: Database, item: EvalItem, gold: QueryResult, answer: 
     suite = build_suite(Path(db.url.database), item.gold_sql)
     ordered = gold_orders(item.gold_sql)
     ts_ex = False
-    if answer.ok and answer.sql:
+    if pred_sql:
         gold_results = run_on_suite(suite, item.gold_sql)
-        pred_results = run_on_suite(suite, answer.sql)
+        pred_results = run_on_suite(suite, pred_sql)
         ts_ex = all(
             not isinstance(p, str) and results_match(g, p, ordered)
             for g, p in zip(gold_results, pred_results)
