@@ -80,3 +80,9 @@ def test_earlier_run_is_rescored_with_test_suites(tmp_path: Path, monkeypatch) -
     EvalRun(items=items, configs=configs, out_dir=tmp_path, llm=Scripted(), test_suite=True).run()
     (after,) = load_records(tmp_path / "results.jsonl")
     assert after["ts_ex"] is False and after["pred_sql"] == before["pred_sql"]
+    from groundsql.evaluation.report import markdown_table, summarize
+
+    summary = summarize([after])
+    metrics = summary["configs"]["zero-shot"]
+    assert (metrics["ex"], metrics["ts_ex"], metrics["gold_uninformative"]) == (100.0, 0.0, 100.0)
+    assert "uninformative gold %" in markdown_table(summary)

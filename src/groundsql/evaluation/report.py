@@ -110,6 +110,11 @@ def _accuracy(records: list[dict[str, Any]]) -> dict[str, Any]:
         counted = [r for r in records if r.get("ts_ex") is not None]
         ts = sum(1 for r in counted if r["ts_ex"] is True)
         metrics.update(ts_ex=_pct(ts, len(counted)), ts_ex_count=ts, ts_ex_n=len(counted))
+        # Items whose gold result on the original database (empty, all NULL, a single 0) could
+        # not tell a right query from a wrong one: where plain EX is least trustworthy.
+        judged = [r for r in records if "gold_informative" in r]
+        blind = sum(1 for r in judged if r["gold_informative"] is False)
+        metrics.update(gold_uninformative=_pct(blind, len(judged)), gold_uninformative_count=blind)
     return metrics
 
 
@@ -220,13 +225,13 @@ def _any_ts(summary: dict[str, Any]) -> bool:
 
 def main_table(summary: dict[str, Any]) -> Table:
     ts = _any_ts(summary)
-    header = ["config", "n", "EX %"] + (["TS %"] if ts else []) + [
+    header = ["config", "n", "EX %"] + (["TS %", "uninformative gold %"] if ts else []) + [
         "semantic %", "filter-value % (n)", "p50 s", "p95 s", "calls/q", "prompt tok/q",
         "gen tok/q",
     ]
     rows = []
     for label, m in summary["configs"].items():
-        ts_cell = [_fmt(m.get("ts_ex"))] if ts else []
+        ts_cell = [_fmt(m.get("ts_ex")), _fmt(m.get("gold_uninformative"))] if ts else []
         rows.append([
             label, str(m["n"]), _fmt(m["ex"]), *ts_cell, _fmt(m["semantic"]),
             _with_n(m["filter_value"], m["filter_value_n"]),
