@@ -54,10 +54,9 @@ class Session:
 
     def run_sql(self, sql: str) -> QueryResult:
         """Run SQL of your own through the same validator and read-only connection."""
-        from groundsql.safety import validate_sql
+        from groundsql.strategies.context import run_validated
 
-        checked = validate_sql(sql, self.db.dialect, self.settings.safety)
-        return self.db.execute(checked.sql)
+        return run_validated(self.db, sql, self.settings.safety)[1]
 
     def close(self) -> None:
         self.db.close()

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
-from groundsql.config import Settings
+from groundsql.config import SafetyConfig, Settings
 from groundsql.db import Database, QueryResult
 from groundsql.errors import DatabaseError, LLMError, UnsafeSQLError
 from groundsql.llm import LLM, ChatRequest, Message
@@ -44,9 +44,13 @@ class Context:
         )
 
     def run_sql(self, sql: str) -> tuple[ValidatedSQL, QueryResult]:
-        """Validate, then execute read-only: the only way model-written SQL reaches a database."""
-        checked = validate_sql(sql, self.db.dialect, self.settings.safety)
-        return checked, self.db.execute(checked.sql)
+        return run_validated(self.db, sql, self.settings.safety)
+
+
+def run_validated(db: Database, sql: str, policy: SafetyConfig) -> tuple[ValidatedSQL, QueryResult]:
+    """Validate, then execute read-only: the only way untrusted SQL reaches a database."""
+    checked = validate_sql(sql, db.dialect, policy)
+    return checked, db.execute(checked.sql)
 
 
 def generation_request(ctx: Context, question: str, examples: Sequence[Example] = ()) -> ChatRequest:

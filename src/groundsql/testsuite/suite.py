@@ -101,7 +101,8 @@ def build_suite(
     plan = FillPlan(planted=_planted(gold_sql, schema))
     with tempfile.TemporaryDirectory(prefix="groundsql-suite-") as scratch:
         paths = fill_variants(source, Path(scratch), candidates, seed=seed, plan=plan)
-        gold = [_run(path, gold_sql) for path in paths]
+        variants = [Database(f"sqlite:///{path}", _EXECUTION) for path in paths]
+        gold = [_run(db, gold_sql) for db in variants]
         try:
             near = mutations(gold_sql, "sqlite", limit=max_mutations, schema=schema)
         except sqlglot.errors.SqlglotError:
@@ -111,7 +112,7 @@ def build_suite(
         for m in near:
             if time.monotonic() > deadline:
                 break
-            mutant.append([_run(path, m.sql) for path in paths])
+            mutant.append([_run(db, m.sql) for db in variants])
         chosen = distill(
             [g if not isinstance(g, str) else None for g in gold],
             [[r if not isinstance(r, str) else None for r in row] for row in mutant],
@@ -122,6 +123,8 @@ def build_suite(
             extra = next((i for i, g in enumerate(gold) if informative(_rows(g))), None)
             if extra is not None:
                 keep.append(extra)
+        for db in variants:
+            db.close()
         out_dir.mkdir(parents=True, exist_ok=True)
         names = []
         for i in keep:
@@ -156,13 +159,16 @@ def load_suite(directory: Path) -> TestSuite | None:
 
 def run_on_suite(suite: TestSuite, sql: str) -> list[Rows | str]:
     """`sql`'s result on each variant (an error message where it failed), read-only."""
-    return [_run(path, sql) for path in suite.paths]
-
-
-def _run(path: Path, sql: str) -> Rows | str:
-    try:
+    results = []
+    for path in suite.paths:
         with Database(f"sqlite:///{path}", _EXECUTION) as db:
-            return [tuple(row) for row in db.execute(sql).rows]
+            results.append(_run(db, sql))
+    return results
+
+
+def _run(db: Database, sql: str) -> Rows | str:
+    try:
+        return [tuple(row) for row in db.execute(sql).rows]
     except GroundsqlError as err:
         return str(err)
 
