@@ -65,6 +65,9 @@ class EvalRun:
     _llms: dict[str, LLM] = field(default_factory=dict)
     _contexts: dict[tuple[str, str], Context] = field(default_factory=dict)
     _gold: dict[tuple[str, str], QueryResult | str] = field(default_factory=dict)
+    # (database file, gold SQL) -> its test suite and the gold's results on it: built and run
+    # once, whatever the number of configurations scored against it.
+    _suites: dict[tuple[str, str], tuple[Any, list[Any]]] = field(default_factory=dict)
 
     @property
     def results_path(self) -> Path:
@@ -112,7 +115,7 @@ class EvalRun:
             gold = self._gold_result(db, item)
             if isinstance(gold, QueryResult):
                 pred_sql = record.get("pred_sql") if not record.get("error") else None
-                record.update(_test_suite_scores(db, item, gold, pred_sql))
+                record.update(self._test_suite_scores(db, item, gold, pred_sql))
                 changed = True
         if changed:
             tmp = self.results_path.with_suffix(".jsonl.tmp")
@@ -167,7 +170,7 @@ class EvalRun:
             judge=self._llm(config.settings) if self.judge else None,
         )
         if self.test_suite:
-            record.update(_test_suite_scores(db, item, gold, answer.sql if answer.ok else None))
+            record.update(self._test_suite_scores(db, item, gold, answer.sql if answer.ok else None))
         return {
             **record,
             "pred_sql": answer.sql,
@@ -242,6 +245,40 @@ class EvalRun:
                 self._gold[key] = f"gold query failed: {err}"
         return self._gold[key]
 
+    def _test_suite_scores(
+        self, db: Database, item: EvalItem, gold: QueryResult, pred_sql: str | None
+    ) -> dict[str, Any]:
+        """Test-suite execution accuracy: correct only if the prediction's result matches the
+        gold's on every variant of the gold's suite (Zhong et al. 2020). Also whether the gold's
+        result on the original database could tell queries apart at all."""
+        from groundsql.testsuite.suite import build_suite, informative, run_on_suite
+
+        scores: dict[str, Any] = {"gold_informative": informative([tuple(r) for r in gold.rows])}
+        if db.backend != "sqlite" or not db.url.database:
+            return scores
+        key = (db.url.database, item.gold_sql)
+        with self._lock:
+            if key not in self._suites:
+                suite = build_suite(Path(db.url.database), item.gold_sql)
+                self._suites[key] = (suite, run_on_suite(suite, item.gold_sql))
+            suite, gold_results = self._suites[key]
+        ordered = gold_orders(item.gold_sql)
+        ts_ex = False
+        if pred_sql:
+            pred_results = run_on_suite(suite, pred_sql)
+            ts_ex = all(
+                not isinstance(p, str) and results_match(g, p, ordered)
+                for g, p in zip(gold_results, pred_results)
+                if not isinstance(g, str)
+            )
+        return {
+            **scores,
+            "ts_ex": ts_ex,
+            "suite_variants": len(suite.variants),
+            "suite_share": round(suite.share, 4),
+            "suite_informative": suite.informative,
+        }
+
     def close(self) -> None:
         for db in self._databases.values():
             db.close()
@@ -260,35 +297,6 @@ def _gold_answer(item: EvalItem, ctx: Context) -> Answer:
     if result is None:
         return trace.finish(sql=item.gold_sql, error=step["error"])
     return trace.finish(sql=checked.sql, columns=result.columns, rows=result.rows)
-
-
-def _test_suite_scores(db: Database, item: EvalItem, gold: QueryResult, pred_sql: str | None) -> dict[str, Any]:
-    """Test-suite execution accuracy: correct only if the prediction's result matches the gold's
-    on every variant of the gold's suite (Zhong et al. 2020). Also whether the gold's result on
-    the original database could tell queries apart at all."""
-    from groundsql.testsuite.suite import build_suite, informative, run_on_suite
-
-    scores: dict[str, Any] = {"gold_informative": informative([tuple(r) for r in gold.rows])}
-    if db.backend != "sqlite" or not db.url.database:
-        return scores
-    suite = build_suite(Path(db.url.database), item.gold_sql)
-    ordered = gold_orders(item.gold_sql)
-    ts_ex = False
-    if pred_sql:
-        gold_results = run_on_suite(suite, item.gold_sql)
-        pred_results = run_on_suite(suite, pred_sql)
-        ts_ex = all(
-            not isinstance(p, str) and results_match(g, p, ordered)
-            for g, p in zip(gold_results, pred_results)
-            if not isinstance(g, str)
-        )
-    return {
-        **scores,
-        "ts_ex": ts_ex,
-        "suite_variants": len(suite.variants),
-        "suite_share": round(suite.share, 4),
-        "suite_informative": suite.informative,
-    }
 
 
 def _schema_mapping(db: Database) -> dict[str, dict[str, str]]:

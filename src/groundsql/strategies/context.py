@@ -53,16 +53,21 @@ def run_validated(db: Database, sql: str, policy: SafetyConfig) -> tuple[Validat
     return checked, db.execute(checked.sql)
 
 
-def generation_request(ctx: Context, question: str, examples: Sequence[Example] = ()) -> ChatRequest:
+def generation_request(
+    ctx: Context, trace: Trace, question: str, examples: Sequence[Example] = ()
+) -> ChatRequest:
     """The generation prompt for `question`, with solved examples when given, and the model
-    settings (temperature, max tokens, seed) from the configuration."""
+    settings (temperature, max tokens, seed) from the configuration; recorded as the trace's
+    "schema" step (introspection and rendering happen here on first use)."""
     shown = "".join(f"Question: {e.question}\nSQL: {e.sql}\n\n" for e in examples)
-    request = load_prompt("generate_sql").request(
-        dialect=ctx.dialect_label,
-        schema=ctx.schema_text,
-        examples=f"Solved examples:\n\n{shown}" if shown else "",
-        question=question.strip(),
-    )
+    with trace.step("schema", format=ctx.settings.generation.schema_format) as step:
+        step["tables"] = len(ctx.schema.tables)
+        request = load_prompt("generate_sql").request(
+            dialect=ctx.dialect_label,
+            schema=ctx.schema_text,
+            examples=f"Solved examples:\n\n{shown}" if shown else "",
+            question=question.strip(),
+        )
     llm = ctx.settings.llm
     return request.model_copy(
         update={"temperature": llm.temperature, "max_tokens": llm.max_tokens, "seed": llm.seed}

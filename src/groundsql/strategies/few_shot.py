@@ -16,7 +16,5 @@ def few_shot(question: str, ctx: Context) -> Answer:
         # where the bank holds the benchmark's other items (see evaluation/runner.py).
         examples = ctx.bank.nearest(question, ctx.settings.few_shot.k, exclude_db=ctx.exclude_db)
         step["examples"] = [e.question for e in examples]
-    with trace.step("schema", format=ctx.settings.generation.schema_format) as step:
-        step["tables"] = len(ctx.schema.tables)
-        request = generation_request(ctx, question, examples)
+    request = generation_request(ctx, trace, question, examples)
     return generate_and_execute(ctx, request, trace)

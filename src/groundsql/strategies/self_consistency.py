@@ -27,9 +27,7 @@ def result_key(result: QueryResult) -> tuple[str, ...]:
 def self_consistency(question: str, ctx: Context) -> Answer:
     config = ctx.settings.self_consistency
     trace = Trace(question, "self-consistency")
-    with trace.step("schema", format=ctx.settings.generation.schema_format) as step:
-        step["tables"] = len(ctx.schema.tables)
-        greedy = generation_request(ctx, question)
+    greedy = generation_request(ctx, trace, question)
     votes: dict[tuple[str, ...], list[int]] = {}
     ran: list[tuple[str, QueryResult] | None] = []
     last_error = "no sample produced SQL"

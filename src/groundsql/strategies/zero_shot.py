@@ -10,7 +10,5 @@ from groundsql.strategies.context import Context, generate_and_execute, generati
 
 def zero_shot(question: str, ctx: Context) -> Answer:
     trace = Trace(question, "zero-shot")
-    with trace.step("schema", format=ctx.settings.generation.schema_format) as step:
-        step["tables"] = len(ctx.schema.tables)
-        request = generation_request(ctx, question)
+    request = generation_request(ctx, trace, question)
     return generate_and_execute(ctx, request, trace)
