@@ -32,7 +32,7 @@ def query_literals(
     appearance and without repeats; table and column lower-case, aliases resolved.
 
     Looked at: comparisons, IN lists, BETWEEN bounds and LIKE patterns (as a value that
-    matches them) in WHERE, HAVING and JOIN ... ON, of every (sub)query. A column whose table
+    matches them) in WHERE, HAVING, JOIN ... ON and CASE WHEN, of every (sub)query. A column whose table
     cannot be told (unqualified, several tables in scope and no schema saying which has it)
     is skipped. Numbers come back as int or float, strings as str.
     Raises sqlglot's ParseError when the SQL does not parse.
@@ -142,12 +142,15 @@ def _same(a: object, b: object) -> bool:
 
 
 def _in_filter(node: exp.Expr) -> bool:
-    """Whether node sits in a WHERE, a HAVING or a join condition (of any enclosing query)."""
+    """Whether node sits in a WHERE, a HAVING, a join condition or a CASE WHEN condition (of
+    any enclosing query): `CASE WHEN material = 'stone'` needs stone rows as much as a filter."""
     child, parent = node, node.parent
     while parent is not None:
         if isinstance(parent, (exp.Where, exp.Having)):
             return True
         if isinstance(parent, exp.Join) and child is parent.args.get("on"):
+            return True
+        if isinstance(parent, exp.If) and child is parent.this:
             return True
         child, parent = parent, parent.parent
     return False

@@ -26,7 +26,7 @@ from sqlglot.errors import SqlglotError
 
 from groundsql.testsuite.literals import Schema, near_values, resolve_column, scope_tables
 
-__all__ = ["KINDS", "Mutation", "RULES", "mutations"]
+__all__ = ["KINDS", "Keys", "Mutation", "RULES", "mutations"]
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,9 @@ class Mutation:
     kind: str  # which rule made it, one of KINDS
     sql: str  # the near miss, rendered in the query's dialect
 
+
+Keys = dict[str, list[tuple[str, ...]]]
+"""Table name -> its unique column sets (primary key, UNIQUE constraints), any case."""
 
 Rule = Callable[..., Iterator[exp.Expr]]
 Edit = Callable[[exp.Expr], Iterable[exp.Expr | None]]
@@ -44,18 +47,22 @@ def mutations(
     dialect: str = "sqlite",
     limit: int = 200,
     schema: Schema | None = None,
+    keys: Keys | None = None,
 ) -> list[Mutation]:
     """Near misses of `sql`: each differs from it by one small change, parses in `dialect`,
     and is neither the original nor a repeat (compared after re-parsing and rendering).
 
     The order is deterministic and round-robin over KINDS (one of each kind, then a second of
     each, ...), so the first `limit` keep a spread of kinds. With `schema` (table -> columns),
-    join and grouping columns can be changed to other columns of the same table.
+    join and grouping columns can be changed to other columns of the same table. With `keys`
+    (table -> its unique column sets), changes that cannot matter on a query pinned to one row
+    by its key (`WHERE id = 1`: SUM, MIN, MAX and AVG agree, DISTINCT is moot) are not made:
+    such an equivalent "near miss" can never be told apart and only dilutes the kill share.
     Raises sqlglot's ParseError when `sql` does not parse.
     """
     tree = sqlglot.parse_one(sql, read=dialect)
     seen = {_canonical(tree, dialect)}
-    context = {"schema": schema, "dialect": dialect}
+    context = {"schema": schema, "dialect": dialect, "keys": keys}
     per_kind: list[list[Mutation]] = []
     for kind, rule in RULES:
         found: list[Mutation] = []
@@ -260,16 +267,21 @@ def swapped_connective(tree: exp.Expr) -> Iterator[exp.Expr]:
 _AGGREGATES = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max)
 
 
-def changed_aggregation(tree: exp.Expr, schema: Schema | None = None) -> Iterator[exp.Expr]:
+def changed_aggregation(
+    tree: exp.Expr, schema: Schema | None = None, keys: Keys | None = None
+) -> Iterator[exp.Expr]:
     """COUNT/SUM/AVG/MIN/MAX swapped among themselves; COUNT(*) <-> COUNT(column)."""
 
     def edit(node: exp.Expr) -> Iterator[exp.Expr]:
         if node.expressions or not isinstance(node.this, exp.Expr):
             return  # MAX(a, b) is a scalar function in SQLite, not an aggregate
         star = isinstance(node.this, exp.Star)
+        one_row = _one_row_in(node.find_ancestor(exp.Select), keys)
         for other in _AGGREGATES:
             if other is type(node) or (star and other is not exp.Count):
                 continue
+            if one_row and exp.Count not in (other, type(node)):
+                continue  # over one row SUM, AVG, MIN and MAX agree
             yield _aggregate(other, node.this.copy())
         if isinstance(node, exp.Count):
             if star:
@@ -319,18 +331,20 @@ def _table_columns(schema: Schema, table: str | None) -> list[str]:
     return []
 
 
-def toggled_distinct(tree: exp.Expr) -> Iterator[exp.Expr]:
+def toggled_distinct(tree: exp.Expr, keys: Keys | None = None) -> Iterator[exp.Expr]:
     """SELECT DISTINCT on or off; COUNT(DISTINCT x) <-> COUNT(x) (DISTINCT dropped from any
     aggregate). Duplicates are what the official comparison counts (bag semantics)."""
 
     def edit_select(node: exp.Expr) -> Iterator[exp.Expr]:
-        if _set_semantics(node):
-            return  # duplicates are dropped there anyway: DISTINCT could change nothing
+        if _set_semantics(node) or _no_duplicates(node, keys):
+            return  # no duplicates to drop: DISTINCT could change nothing
         toggled = node.copy()
         toggled.set("distinct", None if node.args.get("distinct") else exp.Distinct())
         yield toggled
 
     def edit_aggregate(node: exp.Expr) -> Iterator[exp.Expr]:
+        if _one_row_in(node.find_ancestor(exp.Select), keys):
+            return
         argument = node.this
         if isinstance(argument, exp.Distinct) and len(argument.expressions) == 1:
             yield _aggregate(type(node), argument.expressions[0].copy())
@@ -339,6 +353,56 @@ def toggled_distinct(tree: exp.Expr) -> Iterator[exp.Expr]:
 
     yield from _each(tree, exp.Select, edit_select)
     yield from _each(tree, _AGGREGATES, edit_aggregate)
+
+
+def _one_row_in(select: exp.Expr | None, keys: Keys | None) -> bool:
+    """Whether the SELECT reads at most one row: no FROM, or one table whose WHERE pins a
+    unique key with equalities (`WHERE id = 1`)."""
+    if select is None:
+        return False
+    from_ = select.args.get("from_")
+    if from_ is None:
+        return True
+    table = from_.this
+    if select.args.get("joins") or not isinstance(table, exp.Table) or not keys:
+        return False
+    where = select.args.get("where")
+    if where is None:
+        return False
+    pinned = set()
+    for node in where.this.flatten() if isinstance(where.this, exp.And) else [where.this]:
+        if isinstance(node, exp.EQ):
+            for column, other in ((node.this, node.expression), (node.expression, node.this)):
+                if isinstance(column, exp.Column) and isinstance(other, (exp.Literal, exp.Neg)):
+                    pinned.add(column.name.lower())
+    unique = next((v for k, v in keys.items() if k.lower() == table.name.lower()), [])
+    return any(key and {c.lower() for c in key} <= pinned for key in unique)
+
+
+def _no_duplicates(select: exp.Expr, keys: Keys | None) -> bool:
+    """Whether the SELECT cannot return two equal rows: it reads at most one row, aggregates
+    without GROUP BY, returns all its GROUP BY columns, or a unique key of its only table."""
+    if _one_row_in(select, keys):
+        return True
+    group = select.args.get("group")
+    grouped = group is not None
+    shown = {e.unalias().sql().lower() for e in select.expressions}
+    if grouped and all(g.sql().lower() in shown for g in group.expressions):
+        return True
+    aggregated = any(
+        agg.find_ancestor(exp.Select) is select and agg.find_ancestor(exp.Window) is None
+        for agg in select.find_all(*_AGGREGATES)
+    )
+    if aggregated:
+        return not grouped
+    from_ = select.args.get("from_")
+    table = from_.this if from_ is not None else None
+    if grouped or select.args.get("joins") or not isinstance(table, exp.Table) or not keys:
+        return False
+    shown = {e.unalias().name.lower() for e in select.expressions
+             if isinstance(e.unalias(), exp.Column)}
+    unique = next((v for k, v in keys.items() if k.lower() == table.name.lower()), [])
+    return any(key and {c.lower() for c in key} <= shown for key in unique)
 
 
 def _set_semantics(select: exp.Expr) -> bool:

@@ -2,7 +2,9 @@
 
 1. the query's literals (and values just beside them) are planted, so filters match some rows
    and miss others;
-2. candidate variants of the database are filled (variant 0 keeps the original rows);
+2. candidate variants of the database are filled (variant 0 keeps the original rows), and
+   the others get witness rows: joined rows on which the whole WHERE clause holds, and rows
+   that miss it by one condition (witness.py);
 3. the gold and its near-miss mutations run on every candidate;
 4. distillation keeps the fewest variants that tell the gold from as many mutations as possible,
    plus one on which the gold's result is informative, if any candidate gives one.
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 import shutil
 import sqlite3
 import tempfile
@@ -25,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import sqlglot
+from sqlglot import exp
 
 from groundsql.config import DatabaseConfig, data_home
 from groundsql.db import Database
@@ -32,11 +36,12 @@ from groundsql.errors import GroundsqlError
 from groundsql.evaluation.execution_match import gold_orders
 from groundsql.testsuite.distill import distill
 from groundsql.testsuite.filler import FillPlan, fill_variants
-from groundsql.testsuite.literals import near_values, query_literals
-from groundsql.testsuite.mutations import mutations
+from groundsql.testsuite.literals import Schema, near_values, query_literals
+from groundsql.testsuite.mutations import Keys, mutations
+from groundsql.testsuite.witness import plant_witnesses
 
 _MANIFEST = "suite.json"
-_VERSION = 1  # bump when the construction changes, so cached suites are rebuilt
+_VERSION = 2  # bump when the construction changes, so cached suites are rebuilt
 _EXECUTION = DatabaseConfig(timeout_s=2.0, max_rows=100_000)
 # Mutations are run until this many seconds have passed; a query whose near misses explode
 # (cartesian joins on filled data) is tested on the mutations that ran in time.
@@ -56,6 +61,7 @@ class TestSuite:
     mutations_killed: int
     informative: bool  # the gold gives a non-trivial result on some variant of the suite
     gold_error: str | None = None  # the gold failed on the original database
+    mutations_equivalent: int = 0  # survivors proven to mean the same (not in the total)
 
     @property
     def paths(self) -> list[Path]:
@@ -97,14 +103,16 @@ def build_suite(
     cached = load_suite(out_dir)
     if cached is not None and cached.gold_sql == gold_sql:
         return cached
-    schema = _columns(source)
+    schema, keys = _columns(source)
     plan = FillPlan(planted=_planted(gold_sql, schema))
     with tempfile.TemporaryDirectory(prefix="groundsql-suite-") as scratch:
         paths = fill_variants(source, Path(scratch), candidates, seed=seed, plan=plan)
+        for i, path in enumerate(paths[1:], start=1):  # variant 0 stays as the filler left it
+            plant_witnesses(path, gold_sql, random.Random(seed * 1000 + i))
         variants = [Database(f"sqlite:///{path}", _EXECUTION) for path in paths]
         gold = [_run(db, gold_sql) for db in variants]
         try:
-            near = mutations(gold_sql, "sqlite", limit=max_mutations, schema=schema)
+            near = mutations(gold_sql, "sqlite", limit=max_mutations, schema=schema, keys=keys)
         except sqlglot.errors.SqlglotError:
             near = []  # a gold sqlglot cannot read: the suite is the filled variants alone
         deadline = time.monotonic() + _MUTATION_BUDGET_S
@@ -118,6 +126,9 @@ def build_suite(
             [[r if not isinstance(r, str) else None for r in row] for row in mutant],
             gold_orders(gold_sql),
         )
+        # A query that reads no table gives the same result on every database: a near miss
+        # that survives gives that same result too, so it is an equivalent query, not a miss.
+        equivalent = _reads_no_table(gold_sql)
         keep = list(chosen.variants)
         if not any(informative(_rows(gold[i])) for i in keep):
             extra = next((i for i, g in enumerate(gold) if informative(_rows(g))), None)
@@ -135,8 +146,9 @@ def build_suite(
         directory=out_dir,
         variants=tuple(names),
         gold_sql=gold_sql,
-        mutations_total=chosen.total,
+        mutations_total=chosen.killed if equivalent else chosen.total,
         mutations_killed=chosen.killed,
+        mutations_equivalent=chosen.total - chosen.killed if equivalent else 0,
         informative=any(informative(_rows(gold[i])) for i in keep),
         gold_error=gold[0] if isinstance(gold[0], str) else None,
     )
@@ -173,19 +185,35 @@ def _run(db: Database, sql: str) -> Rows | str:
         return str(err)
 
 
+def _reads_no_table(sql: str) -> bool:
+    try:
+        return sqlglot.parse_one(sql, read="sqlite").find(exp.Table) is None
+    except sqlglot.errors.SqlglotError:
+        return False
+
+
 def _rows(result: Rows | str) -> Rows | None:
     return None if isinstance(result, str) else result
 
 
-def _columns(source: Path) -> dict[str, list[str]]:
+def _columns(source: Path) -> tuple[Schema, Keys]:
+    """Each table's columns, and its unique column sets (primary key, UNIQUE indexes)."""
     conn = sqlite3.connect(f"{source.resolve().as_uri()}?mode=ro", uri=True)
+    schema: Schema = {}
+    keys: Keys = {}
     with closing(conn):
         tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-        return {
-            t.lower(): [r[1] for r in conn.execute(f'PRAGMA table_info("{t}")')]
-            for t in tables
-            if not t.startswith("sqlite_")
-        }
+        for table in (t for t in tables if not t.startswith("sqlite_")):
+            info = conn.execute(f'PRAGMA table_info("{table}")').fetchall()
+            schema[table.lower()] = [r[1] for r in info]
+            primary = tuple(r[1] for r in sorted(info, key=lambda r: r[5]) if r[5])
+            unique = [primary] if primary else []
+            for index in conn.execute(f'PRAGMA index_list("{table}")'):
+                if index[2]:  # unique
+                    named = conn.execute(f'PRAGMA index_info("{index[1]}")').fetchall()
+                    unique.append(tuple(r[2] for r in named if r[2] is not None))
+            keys[table.lower()] = unique
+    return schema, keys
 
 
 def _planted(gold_sql: str, schema: dict[str, list[str]]) -> dict[tuple[str, str], list[object]]:
