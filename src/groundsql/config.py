@@ -92,6 +92,22 @@ class SelfConsistencyConfig(_Frozen):
     temperature: float = Field(0.7, gt=0.0, le=2.0)
 
 
+class GroundedConfig(_Frozen):
+    """The grounded pipeline (FLINT): each stage can be switched off for ablations."""
+
+    pack: Path | None = None  # the domain pack folder; None: the session's pack, or a draft
+    lookup: bool = True  # lookup agent: phrases -> IDs of reference tables
+    entity_linking: bool = True  # names -> keys of entity tables
+    retrieval: bool = True  # similar solved questions from the pack's query bank
+    schema_linking: bool = True  # the model picks tables; the FK graph adds bridge tables
+    reflection: bool = True  # retry on an execution error or an unexpected empty result
+    k: int = Field(3, ge=0, le=20)  # examples retrieved
+    embeddings: bool = True  # retrieve by embedding when available, else lexically
+    max_reference_rows: int = Field(100, ge=1, le=2000)  # rows of one table shown to the model
+    entity_threshold: float = Field(0.85, gt=0.0, le=1.0)  # fuzzy score a name link needs
+    stop_on_unknown_entity: bool = True  # a name that matches nothing: say so, do not guess
+
+
 class Settings(_Frozen):
     llm: LLMConfig = LLMConfig()
     database: DatabaseConfig = DatabaseConfig()
@@ -99,3 +115,4 @@ class Settings(_Frozen):
     generation: GenerationConfig = GenerationConfig()
     few_shot: FewShotConfig = FewShotConfig()
     self_consistency: SelfConsistencyConfig = SelfConsistencyConfig()
+    grounded: GroundedConfig = GroundedConfig()

@@ -1,6 +1,6 @@
 """Evaluation configurations: a strategy plus settings, written on the command line as
 `NAME[:key=value,...]`, e.g. `zero-shot`, `zero-shot:format=ddl,examples=false`,
-`few-shot:k=3`, `self-consistency:k=5,temperature=0.7`, or `gold` (the gold query scored
+`few-shot:k=3`, `self-consistency:k=5,temperature=0.7`, `grounded:lookup=false` (an ablation), or `gold` (the gold query scored
 against itself, the harness's own correctness check).
 
 Keys are short names (below) or dotted settings paths such as `generation.reflection_retries`.
@@ -29,6 +29,9 @@ _SHORT_KEYS = {
 _STRATEGY_KEYS = {  # `k` and `temperature` mean the strategy's own
     "few-shot": {"k": "few_shot.k"},
     "self-consistency": {"k": "self_consistency.k", "temperature": "self_consistency.temperature"},
+    "grounded": {key: f"grounded.{key}" for key in (
+        "k", "lookup", "entity_linking", "retrieval", "schema_linking", "reflection", "embeddings",
+        "pack")},
 }
 
 

@@ -1,7 +1,8 @@
-"""A query bank of solved questions, and lexical retrieval of the nearest ones.
+"""A query bank of solved questions, and retrieval of the nearest ones.
 
-Lexical similarity (rapidfuzz's token-set ratio) is the fallback that always works offline;
-embedding retrieval comes with the grounded pipeline and keeps this interface.
+With an embedder (retrieval/embeddings.py) the nearest are by cosine similarity of sentence
+embeddings, as in FLINT; without one, by lexical similarity (rapidfuzz's token-set ratio),
+the fallback that always works offline.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 from rapidfuzz import fuzz, process, utils
 
 from groundsql.jsonl import field_error, read_jsonl
+from groundsql.retrieval.embeddings import Embedder, cosine
 
 
 @dataclass(frozen=True)
@@ -23,9 +25,19 @@ class Example:
 
 
 class QueryBank:
-    def __init__(self, examples: list[Example] | tuple[Example, ...]) -> None:
+    def __init__(self, examples: list[Example] | tuple[Example, ...],
+                 embedder: Embedder | None = None) -> None:
         self.examples = tuple(examples)
+        self.embedder = embedder
         self._questions = [utils.default_process(e.question) for e in self.examples]
+        self._vectors: list[list[float]] | None = None
+
+    def with_embedder(self, embedder: Embedder | None) -> "QueryBank":
+        return QueryBank(self.examples, embedder)
+
+    @property
+    def method(self) -> str:
+        return f"embedding ({self.embedder.name})" if self.embedder else "lexical (token-set ratio)"
 
     def __len__(self) -> int:
         return len(self.examples)
@@ -36,6 +48,13 @@ class QueryBank:
         if k <= 0 or not self.examples:
             return []
         allowed = [i for i, e in enumerate(self.examples) if exclude_db is None or e.db_id != exclude_db]
+        if self.embedder is not None:
+            if self._vectors is None:
+                self._vectors = self.embedder.embed([e.question for e in self.examples])
+            (query,) = self.embedder.embed([question])
+            # Stable sort: ties keep bank order, so retrieval is deterministic.
+            ranked = sorted(allowed, key=lambda i: -cosine(query, self._vectors[i]))
+            return [self.examples[i] for i in ranked[:k]]
         matches = process.extract(
             utils.default_process(question),
             {i: self._questions[i] for i in allowed},

@@ -8,6 +8,7 @@ from groundsql.errors import ConfigError
 from groundsql.strategies.answer import Answer, Step, Trace
 from groundsql.strategies.context import Context
 from groundsql.strategies.few_shot import few_shot
+from groundsql.strategies.grounded import grounded
 from groundsql.strategies.self_consistency import self_consistency
 from groundsql.strategies.zero_shot import zero_shot
 
@@ -17,6 +18,7 @@ STRATEGIES: dict[str, Strategy] = {
     "zero-shot": zero_shot,
     "few-shot": few_shot,
     "self-consistency": self_consistency,
+    "grounded": grounded,
 }
 
 

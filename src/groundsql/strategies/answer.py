@@ -33,6 +33,9 @@ class Answer:
     error: str | None = None  # why there is no result, in words for the user
     steps: tuple[Step, ...] = ()
     elapsed_s: float = 0.0
+    # What the answer rests on (grounded strategy): resolved IDs with their provenance, the
+    # tables used and why, the examples retrieved. JSON-ready.
+    grounds: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -62,6 +65,7 @@ class Answer:
             "rows": [[json_value(v) for v in row] for row in self.rows],
             "truncated": self.truncated,
             "elapsed_s": round(self.elapsed_s, 4),
+            **({"grounds": json_value(self.grounds)} if self.grounds else {}),
             "usage": {
                 "model_calls": len(self.calls),
                 "prompt_tokens": self.prompt_tokens,

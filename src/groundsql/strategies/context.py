@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 from functools import cached_property
 
 from groundsql.config import SafetyConfig, Settings
 from groundsql.db import Database, QueryResult
 from groundsql.errors import DatabaseError, LLMError, UnsafeSQLError
 from groundsql.llm import LLM, ChatRequest, Message
+from groundsql.packs.model import DomainPack
 from groundsql.prompts import load_prompt
 from groundsql.retrieval import Example, QueryBank
 from groundsql.safety import ValidatedSQL, validate_sql
@@ -27,6 +29,9 @@ class Context:
     settings: Settings
     bank: QueryBank | None = None  # solved examples, for the strategies that retrieve them
     exclude_db: str | None = None  # keep this database's own examples out of retrieval
+    pack: DomainPack | None = None  # the domain pack (grounded strategy)
+    # Per-session objects a strategy builds once (the grounded strategy's indexes).
+    resources: dict[str, Any] = field(default_factory=dict)
 
     @cached_property
     def schema(self) -> Schema:
@@ -95,13 +100,15 @@ def extract_sql(text: str) -> str | None:
     return candidate or None
 
 
-def generate_and_execute(ctx: Context, request: ChatRequest, trace: Trace) -> Answer:
+def generate_and_execute(
+    ctx: Context, request: ChatRequest, trace: Trace, retries: int | None = None, **extra: Any
+) -> Answer:
     """Ask for SQL, validate and run it; on failure, show the model its error and retry.
 
     Reflection continues the same conversation (assistant turn, then the error as a user turn)
     so a local backend reuses the whole prefix it already computed.
     """
-    retries = ctx.settings.generation.reflection_retries
+    retries = ctx.settings.generation.reflection_retries if retries is None else retries
     messages = request.messages
     error = "no attempt made"
     sql: str | None = None
@@ -118,7 +125,7 @@ def generate_and_execute(ctx: Context, request: ChatRequest, trace: Trace) -> An
                 sql = extract_sql(completion.text)
                 step["sql"] = sql
         if completion is None:
-            return trace.finish(sql=sql, error=f"the language model failed: {step['error']}")
+            return trace.finish(sql=sql, error=f"the language model failed: {step['error']}", **extra)
         if sql is None:
             error = "the answer contained no SQL query"
         else:
@@ -137,8 +144,10 @@ def generate_and_execute(ctx: Context, request: ChatRequest, trace: Trace) -> An
                     columns=result.columns,
                     rows=result.rows,
                     truncated=result.truncated,
+                    **extra,
                 )
         feedback = error_feedback(sql, error, ctx.schema) if sql else error
         follow_up = load_prompt("reflect_sql").render(error=feedback)
         messages = (*messages, Message(role="assistant", content=completion.text), *follow_up)
-    return trace.finish(sql=sql, error=f"no working query after {retries + 1} attempts: {error}")
+    return trace.finish(sql=sql, error=f"no working query after {retries + 1} attempts: {error}",
+                        **extra)

@@ -1,0 +1,184 @@
+"""Entity linking: names in the question resolved to keys of the pack's entity tables.
+
+FLINT (3.3) resolves "Apple" to a company ID before generation, so the model never guesses a
+key or spells a name the data spells otherwise ("Albion Technologies" is stored as "Albion
+Technologies Limited"). Every name of every entity table is indexed by MinHash LSH over
+character 3-grams (datasketch), which finds candidate names for each word span of the question
+in constant time however many names there are; rapidfuzz then scores the candidates, and a
+span links when its score passes the threshold. The confidence is that score.
+
+A capitalised span that links to nothing and is no known word of the domain (a reference
+label, a table or column name) is reported as unresolved, with the closest name: the grounded
+strategy then says the entity is not in the database instead of inventing a key.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from datasketch import MinHash, MinHashLSH
+from rapidfuzz import fuzz, process
+
+from groundsql.db import Database
+from groundsql.packs.model import EntityTable
+
+__all__ = ["EntityIndex", "EntityMatch", "Unresolved", "normalize_name"]
+
+_TOKEN = re.compile(r"[\w&.'-]+", re.UNICODE)
+_LEGAL_SUFFIXES = re.compile(
+    r"\s+(limited|ltd|plc|inc|incorporated|corp|corporation|co|llc|ag|gmbh|sa|sas|s\.a|se|nv|"
+    r"n\.v|bv|b\.v|spa|s\.p\.a|ab|asa|oyj|kk|pty)\.?$", re.IGNORECASE)
+_QUESTION_WORDS = frozenset("""
+what which who whom whose when where why how list show give find name count tell is are was were
+do does did the a an in on of for by to from with and or per each all any total average between
+during since before after than top bottom highest lowest most least please i me my our we
+""".split())
+
+
+@dataclass(frozen=True)
+class EntityMatch:
+    mention: str  # the words of the question
+    table: str
+    key_column: str
+    key: object
+    name_column: str
+    name: str  # as the database spells it
+    kind: str
+    confidence: float  # 0..1
+
+
+@dataclass(frozen=True)
+class Unresolved:
+    mention: str
+    kind: str | None  # the kind of the closest name's table
+    closest: str | None
+    confidence: float  # of the closest name, 0..1
+
+
+@dataclass(frozen=True)
+class _Name:
+    table: EntityTable
+    column: str
+    key: object
+    name: str
+    plain: str  # normalized
+
+
+def normalize_name(name: str) -> str:
+    """Lower case, single spaces, legal-form suffixes ("Ltd", "plc", "Inc.") dropped."""
+    text = " ".join(str(name).lower().replace(",", " ").split())
+    previous = None
+    while previous != text:
+        previous, text = text, _LEGAL_SUFFIXES.sub("", text).strip()
+    return text
+
+
+def _shingles(text: str) -> set[bytes]:
+    padded = f"  {text} "
+    return {padded[i:i + 3].encode() for i in range(len(padded) - 2)}
+
+
+class EntityIndex:
+    """The names of a pack's entity tables, indexed for linking."""
+
+    def __init__(self, names: Sequence[_Name], known_words: Sequence[str] = (),
+                 threshold: float = 0.85, num_perm: int = 64) -> None:
+        self.names = tuple(names)
+        self.threshold = threshold
+        self.known = {normalize_name(w) for w in known_words if str(w).strip()}
+        self._num_perm = num_perm
+        self._lsh = MinHashLSH(threshold=0.3, num_perm=num_perm)
+        for i, entry in enumerate(self.names):
+            self._lsh.insert(str(i), self._minhash(entry.plain))
+        self._plain = {i: n.plain for i, n in enumerate(self.names)}
+
+    @classmethod
+    def build(cls, db: Database, entities: Sequence[EntityTable], known_words: Sequence[str] = (),
+              threshold: float = 0.85, max_names: int = 200_000) -> "EntityIndex":
+        """Read every name column of every entity table (plain SELECTs, read-only)."""
+        names: list[_Name] = []
+        for entity in entities:
+            for column in entity.names:
+                sql = (f"SELECT {db.quote(entity.key)}, {db.quote(column)} FROM "
+                       f"{db.quote(entity.table)} WHERE {db.quote(column)} IS NOT NULL")
+                for key, name in db.execute(sql, max_rows=max_names).rows:
+                    plain = normalize_name(name)
+                    if plain:
+                        names.append(_Name(entity, column, key, str(name), plain))
+        return cls(names, known_words, threshold)
+
+    def _minhash(self, text: str) -> MinHash:
+        digest = MinHash(num_perm=self._num_perm, seed=1)
+        digest.update_batch(list(_shingles(text)))
+        return digest
+
+    def _score(self, mention: str, entry: _Name) -> float:
+        if len(mention) <= 4 or len(entry.plain) <= 4:  # tickers, codes: exact only
+            return 1.0 if mention == entry.plain else 0.0
+        return fuzz.ratio(mention, entry.plain) / 100
+
+    def candidates(self, mention: str) -> list[tuple[float, _Name]]:
+        plain = normalize_name(mention)
+        if not plain:
+            return []
+        found = (self.names[int(i)] for i in self._lsh.query(self._minhash(plain)))
+        scored = [(self._score(plain, entry), entry) for entry in found]
+        exact = [e for e in self.names if e.plain == plain]  # short names LSH may miss
+        scored += [(1.0, e) for e in exact]
+        return sorted(scored, key=lambda s: (-s[0], s[1].name))
+
+    def link(self, question: str, max_words: int = 6) -> tuple[list[EntityMatch], list[Unresolved]]:
+        """Entity matches for the question's word spans (best first, not overlapping), and
+        the capitalised spans that match nothing the domain knows."""
+        tokens = [(m.group(0).strip(".'"), m.start(), m.end()) for m in _TOKEN.finditer(question)]
+        tokens = [t for t in tokens if t[0]]
+        options = []
+        for start in range(len(tokens)):
+            for end in range(start + 1, min(len(tokens), start + max_words) + 1):
+                words = [t[0] for t in tokens[start:end]]
+                if words[0].lower() in _QUESTION_WORDS or words[-1].lower() in _QUESTION_WORDS:
+                    continue
+                mention = question[tokens[start][1]:tokens[end - 1][2]].rstrip(".'?,")
+                mention = re.sub(r"'s$", "", mention)
+                best = self.candidates(mention)
+                if best and best[0][0] >= self.threshold:
+                    options.append((best[0][0], end - start, start, end, mention, best[0][1]))
+        taken: set[int] = set()
+        matches = []
+        for score, _, start, end, mention, entry in sorted(options, key=lambda o: (-o[0], -o[1])):
+            if taken & set(range(start, end)):
+                continue
+            taken |= set(range(start, end))
+            matches.append(EntityMatch(mention, entry.table.table, entry.table.key, entry.key,
+                                       entry.column, entry.name, entry.table.kind, round(score, 3)))
+        return matches, self._unresolved(question, tokens, taken)
+
+    def _unresolved(self, question: str, tokens, taken: set[int]) -> list[Unresolved]:
+        spans: list[list[int]] = []
+        for i, (word, _, _) in enumerate(tokens):
+            proper = (i > 0 and word[:1].isupper() and not any(ch.isdigit() for ch in word)
+                      and word.lower() not in _QUESTION_WORDS)
+            if proper and i not in taken and normalize_name(word) not in self.known:
+                if spans and spans[-1][-1] == i - 1:
+                    spans[-1].append(i)
+                else:
+                    spans.append([i])
+        unresolved = []
+        for span in spans:
+            mention = question[tokens[span[0]][1]:tokens[span[-1]][2]]
+            mention = re.sub(r"'s$", "", mention).rstrip("'")
+            plain = normalize_name(mention)
+            if plain in self.known or len(plain) < 3 or mention.isupper():
+                continue
+            if any(w in self.known for w in plain.split()) and len(span) == 1:
+                continue
+            closest = process.extractOne(plain, self._plain, scorer=fuzz.ratio) if self.names else None
+            if closest is None:
+                unresolved.append(Unresolved(mention, None, None, 0.0))
+                continue
+            entry = self.names[closest[2]]
+            unresolved.append(Unresolved(mention, entry.table.kind, entry.name,
+                                         round(closest[1] / 100, 3)))
+        return unresolved

@@ -1,0 +1,1 @@
+"""Domain packs: a database described as data (schema docs, lookups, rules, query bank)."""

@@ -1,0 +1,130 @@
+"""Reading a domain pack, with errors that name the file, the line and the field.
+
+A pack is written by hand, so every mistake must be easy to find: YAML is parsed into nodes
+that remember their lines, pydantic validates the data, and each error is mapped back to the
+line of the field it is about. `check_pack` then compares the pack with the real database
+(every table and column it names must exist) with the same kind of message.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from groundsql.errors import ConfigError
+from groundsql.packs.model import DomainPack, PackFile, SchemaDocs
+from groundsql.retrieval.bank import QueryBank
+from groundsql.schema.model import Schema
+
+PACK_FILE, SCHEMA_FILE, BANK_FILE = "pack.yaml", "schema.yaml", "bank.jsonl"
+
+Path_ = tuple[str | int, ...]
+
+
+def load_pack(folder: str | Path) -> DomainPack:
+    """The pack in `folder`; raises ConfigError naming file:line and field on any mistake."""
+    folder = Path(folder)
+    if not (folder / PACK_FILE).is_file():
+        raise ConfigError(f"{folder}: not a domain pack (no {PACK_FILE}); "
+                          f"`groundsql init --db URL --out {folder}` drafts one")
+    head = _read(folder / PACK_FILE, PackFile)
+    docs = _read(folder / SCHEMA_FILE, SchemaDocs) if (folder / SCHEMA_FILE).is_file() else SchemaDocs()
+    bank = QueryBank.load(folder / BANK_FILE).examples if (folder / BANK_FILE).is_file() else ()
+    for number, example in enumerate(bank, 1):
+        if not example.question.strip() or not example.sql.strip():
+            raise ConfigError(f"{folder / BANK_FILE}: example {number} has an empty question or sql")
+    return DomainPack(name=head.name, description=head.description, schema_docs=docs,
+                      references=head.references, entities=head.entities, rules=head.rules,
+                      bank=bank)
+
+
+def check_pack(pack: DomainPack, schema: Schema, folder: str | Path) -> None:
+    """Every table and column the pack names exists in `schema`; else a ConfigError that
+    names the file, line and field of the first mistake."""
+    folder = Path(folder)
+    columns = {t.name.lower(): {c.name.lower() for c in t.columns} for t in schema.tables}
+    problems: list[tuple[str, Path_, str]] = []
+
+    def need(file: str, where: Path_, table: str, column: str | None = None) -> None:
+        if table.lower() not in columns:
+            problems.append((file, where, f"no table {table!r} in the database"))
+        elif column is not None and column.lower() not in columns[table.lower()]:
+            problems.append((file, where, f"table {table!r} has no column {column!r}"))
+
+    for i, ref in enumerate(pack.references):
+        need(PACK_FILE, ("references", i, "table"), ref.table)
+        for field in ("key", "label"):
+            need(PACK_FILE, ("references", i, field), ref.table, getattr(ref, field))
+        for j, extra in enumerate(ref.extra):
+            need(PACK_FILE, ("references", i, "extra", j), ref.table, extra)
+    for i, entity in enumerate(pack.entities):
+        need(PACK_FILE, ("entities", i, "table"), entity.table)
+        need(PACK_FILE, ("entities", i, "key"), entity.table, entity.key)
+        for j, name in enumerate(entity.names):
+            need(PACK_FILE, ("entities", i, "names", j), entity.table, name)
+    for table, doc in pack.schema_docs.tables.items():
+        need(SCHEMA_FILE, ("tables", table), table)
+        for column in doc.columns:
+            need(SCHEMA_FILE, ("tables", table, "columns", column), table, column)
+    for i, join in enumerate(pack.schema_docs.joins):
+        for side in ("left", "right"):
+            table, _, column = getattr(join, side).partition(".")
+            need(SCHEMA_FILE, ("joins", i, side), table, column)
+    if problems:
+        file, where, message = problems[0]
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise ConfigError(f"{_locate(folder / file, where)}: {message}{more}")
+
+
+def _read(path: Path, model: type[BaseModel]) -> Any:
+    text = path.read_text(encoding="utf-8")
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{path}{line}: not valid YAML ({getattr(err, 'problem', err)})") from err
+    lines: dict[Path_, int] = {}
+    if root is not None:
+        _lines(root, (), lines)
+    try:
+        return model.model_validate(data if data is not None else {})
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = tuple(first["loc"])
+        field = ".".join(str(p) for p in where) or "(top level)"
+        raise ConfigError(f"{path}:{_line(lines, where)}: {field}: {first['msg']}") from err
+
+
+def _lines(node: yaml.Node, path: Path_, out: dict[Path_, int]) -> None:
+    """The line (1-based) of every key and list item, by its path from the root."""
+    out.setdefault(path, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            child = path + (key.value,)
+            out[child] = key.start_mark.line + 1
+            _lines(value, child, out)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _lines(item, path + (i,), out)
+
+
+def _line(lines: dict[Path_, int], where: Path_) -> int:
+    """The line of the deepest part of `where` the file has (a missing field: its parent's)."""
+    for end in range(len(where), -1, -1):
+        if where[:end] in lines:
+            return lines[where[:end]]
+    return 1
+
+
+def _locate(path: Path, where: Path_) -> str:
+    lines: dict[Path_, int] = {}
+    root = yaml.compose(path.read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
+    if root is not None:
+        _lines(root, (), lines)
+    field = ".".join(str(p) for p in where)
+    return f"{path}:{_line(lines, where)}: {field}"

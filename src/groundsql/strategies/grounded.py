@@ -1,0 +1,376 @@
+"""The grounded strategy (FLINT): ground every value before generating, then validate, execute
+and reflect.
+
+    question ─┬─ lookup agent (reference tables -> IDs) ─┐
+              └─ retrieval (similar solved questions) ───┤   concurrently
+              ┌─ entity linking (names -> keys) ─────────┤   concurrently
+              └─ schema linking (model + FK Steiner tree)┘
+              -> generation -> validator -> read-only execution -> reflection on error / empty
+
+Everything domain-specific comes from the domain pack (packs/): no code changes per database.
+All stages share one system prompt (the domain: schema overview, reference tables, rules), so
+a local backend computes it once per database and every stage pays only for its own turn.
+Each stage can be switched off (settings.grounded) for ablations.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+
+from groundsql.errors import ConfigError, LLMError
+from groundsql.grounding.entities import EntityIndex, EntityMatch, Unresolved
+from groundsql.grounding.lookup import (Constraint, ReferenceRows, constraints_from, read_reference,
+                                        rows_prompt)
+from groundsql.llm import ChatRequest, Message
+from groundsql.packs.load import load_pack
+from groundsql.packs.model import DomainPack
+from groundsql.prompts import load_prompt
+from groundsql.retrieval import Example, QueryBank, load_embedder
+from groundsql.schema import Schema, render_schema
+from groundsql.schema.linking import LinkedSchema, connect, join_graph
+from groundsql.schema.model import Column, Table
+from groundsql.strategies.answer import Answer, Trace
+from groundsql.strategies.context import Context, generate_and_execute
+
+__all__ = ["grounded", "demo_pack_path"]
+
+
+def demo_pack_path() -> Path:
+    return Path(str(resources.files("groundsql.demo").joinpath("pack")))
+
+
+@dataclass(frozen=True)
+class _Domain:
+    """What the strategy builds once per session: the pack and its indexes."""
+
+    pack: DomainPack
+    schema: Schema  # the database's, with the pack's descriptions
+    text: str  # the system prompt every stage shares
+    graph: nx.Graph
+    entities: EntityIndex | None
+    bank: QueryBank
+
+
+def grounded(question: str, ctx: Context) -> Answer:
+    cfg = ctx.settings.grounded
+    trace = Trace(question, "grounded")
+    domain = _domain(ctx, trace)
+    grounds: dict[str, Any] = {"pack": domain.pack.name}
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        lookup = pool.submit(_lookup, ctx, domain, question, trace) if cfg.lookup else None
+        retrieval = pool.submit(_retrieve, ctx, domain, question, trace) if cfg.retrieval else None
+        constraints = lookup.result() if lookup else []
+        examples = retrieval.result() if retrieval else []
+        linking = pool.submit(_link_entities, ctx, domain, question, trace) if cfg.entity_linking else None
+        schema_link = pool.submit(_link_schema, ctx, domain, question, constraints, trace) \
+            if cfg.schema_linking else None
+        entities, unresolved = linking.result() if linking else ([], [])
+        linked, why = schema_link.result() if schema_link else _whole_schema(domain)
+    constraints = constraints + [_entity_constraint(m) for m in entities]
+    grounds.update(
+        constraints=[_constraint_record(c) for c in constraints],
+        unresolved=[vars(u) for u in unresolved],
+        tables=[{"table": t, "why": why.get(t, "")} for t in linked.tables],
+        joins=[str(j) for j in linked.joins],
+        examples=[e.question for e in examples],
+        retrieval=domain.bank.method if cfg.retrieval else "off",
+    )
+    if unresolved and cfg.stop_on_unknown_entity:
+        return trace.finish(sql=None, error=_not_found(unresolved), grounds=grounds)
+    request = _generation_request(ctx, domain, question, linked, constraints, examples)
+    retries = ctx.settings.generation.reflection_retries if cfg.reflection else 0
+    answer = generate_and_execute(ctx, request, trace, retries=retries, grounds=grounds)
+    if cfg.reflection and answer.ok and not answer.rows and _expects_rows(question):
+        answer = _reflect_on_empty(ctx, request, answer, trace, grounds)
+    return answer
+
+
+# -- the domain, built once per session -------------------------------------------------------
+
+
+def _domain(ctx: Context, trace: Trace) -> _Domain:
+    cached = ctx.resources.get("grounded")
+    if cached is not None:
+        return cached
+    with trace.step("domain") as step:
+        pack = _pack(ctx)
+        schema = _annotated(ctx.schema, pack)
+        documented = [(j.left, j.right) for j in pack.schema_docs.joins]
+        known = _known_words(ctx, pack, schema)
+        entities = (EntityIndex.build(ctx.db, pack.entities, known, ctx.settings.grounded.entity_threshold)
+                    if pack.entities else None)
+        embedder = load_embedder() if ctx.settings.grounded.embeddings else None
+        domain = _Domain(pack, schema, _domain_text(ctx, pack, schema), join_graph(schema, documented),
+                         entities, QueryBank(pack.bank, embedder))
+        step.update(pack=pack.name, references=len(pack.references),
+                    entity_names=len(entities.names) if entities else 0, bank=len(pack.bank),
+                    retrieval=domain.bank.method)
+    ctx.resources["grounded"] = domain
+    return domain
+
+
+def _pack(ctx: Context) -> DomainPack:
+    if ctx.pack is not None:
+        return ctx.pack
+    folder = ctx.settings.grounded.pack
+    if folder is not None:
+        return load_pack(folder)
+    if _is_demo(ctx):
+        return load_pack(demo_pack_path())
+    raise ConfigError("the grounded strategy needs a domain pack for this database: --pack DIR "
+                      "(draft one with `groundsql init --db URL --out DIR`)")
+
+
+def _is_demo(ctx: Context) -> bool:
+    from groundsql.api import demo_database_url  # the demo module imports strategies
+
+    return str(ctx.db.url) == demo_database_url()
+
+
+def _annotated(schema: Schema, pack: DomainPack) -> Schema:
+    """The schema with the pack's table and column descriptions."""
+    tables = []
+    for table in schema.tables:
+        doc = pack.table_doc(table.name)
+        if doc is None:
+            tables.append(table)
+            continue
+        notes = {k.lower(): v for k, v in doc.columns.items()}
+        columns = tuple(replace(c, description=notes.get(c.name.lower(), c.description))
+                        for c in table.columns)
+        tables.append(replace(table, columns=columns, description=doc.description or table.description))
+    return Schema(schema.dialect, tuple(tables), schema.name)
+
+
+def _known_words(ctx: Context, pack: DomainPack, schema: Schema) -> list[str]:
+    """Words of the domain that are not entity names: reference labels, schema names."""
+    words: list[str] = []
+    for ref in pack.references:
+        columns = ", ".join(ctx.db.quote(c) for c in (ref.label, *ref.extra))
+        for row in ctx.db.execute(f"SELECT {columns} FROM {ctx.db.quote(ref.table)}", max_rows=100_000).rows:
+            words += [str(v) for v in row if isinstance(v, str)]
+    for table in schema.tables:
+        words += [table.name, *table.name.split("_"), *(c.name for c in table.columns)]
+        words += [w for c in table.columns for w in c.name.split("_")]
+    return words
+
+
+def _domain_text(ctx: Context, pack: DomainPack, schema: Schema) -> str:
+    lines = [f"You are an expert data analyst who writes {ctx.dialect_label} SQL for the "
+             f"{pack.name} database. {pack.description}".strip(), "", "Tables (columns):"]
+    for table in schema.tables:
+        about = f" - {table.description}" if table.description else ""
+        lines.append(f"- {table.name}{about} ({', '.join(c.name for c in table.columns)})")
+    if pack.references:
+        lines += ["", "Reference tables (a concept's id -> its label):"]
+        for ref in pack.references:
+            about = f": {ref.description}" if ref.description else ""
+            lines.append(f"- {ref.table} ({ref.key} -> {ref.label}){about}")
+    rules = [*pack.rules.schema_linking, *pack.rules.generation]
+    if rules:
+        lines += ["", "Rules of this domain:", *(f"- {r}" for r in rules)]
+    return "\n".join(lines)
+
+
+# -- the stages -------------------------------------------------------------------------------
+
+
+def _ask_json(ctx: Context, prompt: str, schema: dict, step: dict, **values: Any) -> Any:
+    """One structured-output call; the parsed JSON, or None when the model's answer is not."""
+    request = load_prompt(prompt).request(**values).model_copy(update={
+        "temperature": 0.0, "max_tokens": 256, "seed": ctx.settings.llm.seed, "json_schema": schema})
+    try:
+        completion = ctx.llm.complete(request)
+    except LLMError as err:
+        step["error"] = str(err)
+        return None
+    step["calls"].append(completion)
+    return parse_json(completion.text)
+
+
+def parse_json(text: str) -> Any:
+    """The first JSON object in a model's answer, or None."""
+    match = re.search(r"\{.*\}", text, re.S)
+    if match is None:
+        return None
+    try:
+        return json.loads(match.group(0))
+    except ValueError:
+        return None
+
+
+_TABLES_SCHEMA = {"type": "object", "properties": {"tables": {"type": "array", "items": {"type": "string"}}},
+                  "required": ["tables"]}
+_CONSTRAINTS_SCHEMA = {"type": "object", "properties": {"constraints": {"type": "array", "items": {
+    "type": "object", "properties": {"table": {"type": "string"}, "id": {"type": ["integer", "string"]},
+                                     "phrase": {"type": "string"}},
+    "required": ["table", "id", "phrase"]}}}, "required": ["constraints"]}
+_LINK_SCHEMA = {"type": "object", "properties": {
+    "tables": {"type": "array", "items": {"type": "string"}},
+    "columns": {"type": "array", "items": {"type": "string"}},
+    "reason": {"type": "string"}}, "required": ["tables", "columns", "reason"]}
+
+
+def _lookup(ctx: Context, domain: _Domain, question: str, trace: Trace) -> list[Constraint]:
+    pack = domain.pack
+    with trace.step("lookup: pick reference tables") as step:
+        picked = _ask_json(ctx, "grounded_pick", _TABLES_SCHEMA, step, domain=domain.text,
+                           question=question.strip())
+        names = picked.get("tables", []) if isinstance(picked, dict) else []
+        refs = [r for r in (pack.reference(str(n)) for n in names if isinstance(n, str)) if r]
+        refs = list({r.table: r for r in refs}.values())
+        step["tables"] = [r.table for r in refs]
+    if not refs:
+        return []
+    with trace.step("lookup: read rows") as step:
+        limit = ctx.settings.grounded.max_reference_rows
+        tables: list[ReferenceRows] = [read_reference(ctx.db, r, question, limit) for r in refs]
+        step["rows"] = {t.ref.table: f"{len(t.rows)} of {t.total}" for t in tables}
+    with trace.step("lookup: write constraints") as step:
+        answer = _ask_json(ctx, "grounded_constraints", _CONSTRAINTS_SCHEMA, step,
+                           domain=domain.text, question=question.strip(), rows=rows_prompt(tables))
+        constraints, problems = constraints_from(answer, tables)
+        step["constraints"] = [c.sql() for c in constraints]
+        if problems:
+            step["dropped"] = problems
+    return constraints
+
+
+def _retrieve(ctx: Context, domain: _Domain, question: str, trace: Trace) -> list[Example]:
+    with trace.step("retrieve", k=ctx.settings.grounded.k, method=domain.bank.method) as step:
+        examples = domain.bank.nearest(question, ctx.settings.grounded.k)
+        step["examples"] = [e.question for e in examples]
+    return examples
+
+
+def _link_entities(ctx: Context, domain: _Domain, question: str,
+                   trace: Trace) -> tuple[list[EntityMatch], list[Unresolved]]:
+    if domain.entities is None:
+        return [], []
+    with trace.step("link entities") as step:
+        matches, unresolved = domain.entities.link(question)
+        step["matches"] = [f"{m.mention!r} -> {m.table}.{m.key_column} = {m.key} ({m.name}, "
+                           f"{m.confidence:.2f})" for m in matches]
+        if unresolved:
+            step["unresolved"] = [u.mention for u in unresolved]
+    return matches, unresolved
+
+
+def _link_schema(ctx: Context, domain: _Domain, question: str, constraints: list[Constraint],
+                 trace: Trace) -> tuple[LinkedSchema, dict[str, str]]:
+    with trace.step("link schema") as step:
+        answer = _ask_json(ctx, "grounded_link", _LINK_SCHEMA, step, domain=domain.text,
+                           question=question.strip(), grounds=_grounds_text(constraints))
+        chosen = answer.get("tables", []) if isinstance(answer, dict) else []
+        chosen = [str(t) for t in chosen if isinstance(t, str)]
+        reason = str(answer.get("reason", "")) if isinstance(answer, dict) else ""
+        for column in answer.get("columns", []) if isinstance(answer, dict) else []:
+            table = str(column).split(".", 1)[0]
+            if "." in str(column) and table not in chosen:
+                chosen.append(table)
+        why = {}
+        for table in chosen:
+            why[table.lower()] = f"chosen by the model: {reason}" if reason else "chosen by the model"
+        for c in constraints:
+            chosen.append(c.table)
+            why.setdefault(c.table.lower(), f"holds the resolved value {c.label!r}")
+        if not chosen:  # no usable answer: fall back to the whole schema
+            linked, full_why = _whole_schema(domain)
+            step["fallback"] = "the model chose no table: the whole schema"
+            return linked, full_why
+        linked = connect(domain.schema, chosen, domain.graph)
+        named = {}
+        for table in linked.tables:
+            named[table] = why.get(table.lower(), "")
+        for bridge in linked.bridges:
+            named[bridge] = "bridge: joins the chosen tables (foreign-key path)"
+        step.update(tables=list(linked.tables), bridges=list(linked.bridges),
+                    unconnected=list(linked.unconnected))
+    return linked, named
+
+
+def _whole_schema(domain: _Domain) -> tuple[LinkedSchema, dict[str, str]]:
+    tables = tuple(t.name for t in domain.schema.tables)
+    joins = tuple(sorted((j for _, _, d in domain.graph.edges(data=True) for j in d["joins"]), key=str))
+    return LinkedSchema(tables, (), joins), {t: "schema linking off: every table" for t in tables}
+
+
+def _entity_constraint(match: EntityMatch) -> Constraint:
+    return Constraint(table=match.table, column=match.key_column, value=match.key, label=match.name,
+                      phrase=match.mention, source="entity", confidence=match.confidence,
+                      row={match.key_column: match.key, match.name_column: match.name})
+
+
+def _constraint_record(c: Constraint) -> dict[str, Any]:
+    return {"filter": c.sql(), "table": c.table, "column": c.column, "id": c.value,
+            "label": c.label, "phrase": c.phrase, "source": c.source,
+            "confidence": c.confidence, "row": c.row}
+
+
+def _grounds_text(constraints: list[Constraint]) -> str:
+    if not constraints:
+        return ""
+    lines = [f"- \"{c.phrase}\" is {c.sql()} ({c.label})" for c in constraints]
+    return "Resolved values:\n" + "\n".join(lines) + "\n"
+
+
+def _generation_request(ctx: Context, domain: _Domain, question: str, linked: LinkedSchema,
+                        constraints: list[Constraint], examples: list[Example]) -> ChatRequest:
+    schema = domain.schema.restrict(linked.tables)
+    gen = ctx.settings.generation
+    shown = "".join(f"Question: {e.question}\nSQL: {e.sql}\n\n" for e in examples)
+    request = load_prompt("grounded_generate").request(
+        domain=domain.text,
+        linked=render_schema(schema, gen.schema_format, with_examples=gen.with_examples),
+        joins="\n".join(f"- {j}" for j in linked.joins) or "- (one table: no joins)",
+        grounds=_grounds_text(constraints),
+        examples=f"Solved examples:\n\n{shown}" if shown else "",
+        dialect=ctx.dialect_label,
+        question=question.strip(),
+    )
+    llm = ctx.settings.llm
+    return request.model_copy(update={"temperature": llm.temperature, "max_tokens": llm.max_tokens,
+                                      "seed": llm.seed})
+
+
+# -- endings ----------------------------------------------------------------------------------
+
+_YES_NO = re.compile(r"^\s*(is|are|was|were|does|do|did|has|have|had|can|could)\b", re.I)
+
+
+def _expects_rows(question: str) -> bool:
+    """A question that asks for data expects some; a yes/no question may rightly get none."""
+    return not _YES_NO.search(question) and "if any" not in question.lower()
+
+
+def _reflect_on_empty(ctx: Context, request: ChatRequest, answer: Answer, trace: Trace,
+                      grounds: dict[str, Any]) -> Answer:
+    """One more turn when a query that should return data returned none: usually a filter on
+    a wrong value or an inner join that drops the rows."""
+    follow_up = load_prompt("reflect_sql").render(error=(
+        "The query ran but returned no rows, and the question expects some. Check each filter "
+        "against the resolved ids and the example values, and each join."))
+    messages = (*request.messages, Message(role="assistant", content=f"```sql\n{answer.sql}\n```"),
+                *follow_up)
+    retry = generate_and_execute(ctx, request.model_copy(update={"messages": messages}), trace,
+                                 retries=0, grounds=grounds)
+    return retry if retry.ok and retry.rows else replace(answer, steps=retry.steps,
+                                                         elapsed_s=retry.elapsed_s)
+
+
+def _not_found(unresolved: list[Unresolved]) -> str:
+    parts = []
+    for u in unresolved:
+        kind = u.kind or "entity"
+        closest = f" (closest: {u.closest!r}, {u.confidence:.0%} alike)" if u.closest else ""
+        parts.append(f"no {kind} named {u.mention!r} in the database{closest}")
+    text = "; ".join(parts)
+    return text[:1].upper() + text[1:] + ". I did not guess an ID for it."

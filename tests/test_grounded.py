@@ -1,0 +1,262 @@
+"""The grounded pipeline on the real demo database: each stage, and the strategy end to end with
+a scripted model (plumbing only: no accuracy is claimed from a script)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from groundsql.api import demo_database_url
+from groundsql.config import Settings
+from groundsql.db import Database
+from groundsql.errors import ConfigError
+from groundsql.grounding.entities import EntityIndex, normalize_name
+from groundsql.grounding.lookup import constraints_from, read_reference
+from groundsql.llm.base import LLM, ChatRequest, Completion
+from groundsql.packs.load import check_pack, load_pack
+from groundsql.packs.model import EntityTable, ReferenceTable
+from groundsql.schema.linking import connect
+from groundsql.strategies import Context, get_strategy
+
+PACK_YAML = """\
+name: findemo-test
+description: A small pack for tests.
+references:
+  - table: ref_data_item
+    key: data_item_id
+    label: data_item_name
+    description: financial metrics
+    extra: [category]
+  - table: ref_period_type
+    key: period_type_id
+    label: period_type_name
+entities:
+  - table: company
+    key: company_id
+    names: [company_name]
+    kind: company
+rules:
+  generation:
+    - Revenue means Total Revenue.
+"""
+SCHEMA_YAML = """\
+tables:
+  company:
+    description: Companies.
+    columns:
+      company_name: The legal name.
+joins:
+  - left: financial_period.company_id
+    right: company.company_id
+"""
+BANK = [
+    {"question": "What was the annual EBITDA of Ashcombe Marsh in 2022?", "reasoning": "...",
+     "sql": "SELECT 1"},
+    {"question": "List the companies in Germany", "reasoning": "...", "sql": "SELECT 2"},
+]
+
+
+@pytest.fixture
+def pack_dir(tmp_path: Path) -> Path:
+    folder = tmp_path / "pack"
+    folder.mkdir()
+    (folder / "pack.yaml").write_text(PACK_YAML)
+    (folder / "schema.yaml").write_text(SCHEMA_YAML)
+    (folder / "bank.jsonl").write_text("\n".join(json.dumps(b) for b in BANK) + "\n")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def demo() -> Database:
+    return Database(demo_database_url())
+
+
+class ByPrompt(LLM):
+    """Answers each grounded stage by what its user turn asks; records every request."""
+
+    def __init__(self, **answers: str | list[str]) -> None:
+        self.answers = {k: list(v) if isinstance(v, list) else [v] for k, v in answers.items()}
+        self.requests: list[ChatRequest] = []
+        self.model_id = "by-prompt"
+        self.retries = 0
+        self.retry_backoff_s = 0.0
+
+    def _complete(self, request: ChatRequest) -> Completion:
+        self.requests.append(request)
+        text = request.messages[-1].content
+        stage = ("pick" if "Which reference tables" in text else
+                 "constraints" if "Rows of the reference tables" in text else
+                 "link" if "Which tables and columns" in text else "generate")
+        queue = self.answers[stage]
+        answer = queue.pop(0) if len(queue) > 1 else queue[0]
+        return Completion(text=answer, model=self.model_id, prompt_tokens=10, completion_tokens=5)
+
+    def stages(self) -> list[str]:
+        return [("pick" if "Which reference tables" in r.messages[-1].content else
+                 "constraints" if "Rows of the reference" in r.messages[-1].content else
+                 "link" if "Which tables and columns" in r.messages[-1].content else "generate")
+                for r in self.requests]
+
+
+REVENUE_SQL = (
+    "SELECT fd.data_value FROM financial_data fd JOIN financial_period fp "
+    "ON fd.financial_period_id = fp.financial_period_id WHERE fp.company_id = 9226005 "
+    "AND fd.data_item_id = 28 AND fp.period_type_id = 1 AND fp.fiscal_year = 2023")
+
+
+def scripted(**overrides: str | list[str]) -> ByPrompt:
+    answers = {
+        "pick": '{"tables": ["ref_data_item", "ref_period_type", "not_a_reference"]}',
+        "constraints": json.dumps({"constraints": [
+            {"table": "ref_data_item", "id": 28, "phrase": "revenue"},
+            {"table": "ref_period_type", "id": 1, "phrase": "annual"},
+            {"table": "ref_data_item", "id": 123456, "phrase": "made up"}]}),
+        "link": '{"tables": ["financial_data", "company"], "columns": ["ref_period_type.period_type_name"], '
+                '"reason": "revenue figures of a company"}',
+        "generate": f"```sql\n{REVENUE_SQL}\n```",
+    }
+    answers.update(overrides)
+    return ByPrompt(**answers)
+
+
+def run(demo: Database, pack_dir: Path, question: str, llm: LLM, **grounded):
+    settings = Settings.model_validate({"grounded": {"pack": str(pack_dir), "embeddings": False, **grounded}})
+    ctx = Context(db=demo, llm=llm, settings=settings)
+    return get_strategy("grounded")(question, ctx)
+
+
+def company_id(demo: Database, name: str) -> int:
+    return demo.execute(f"SELECT company_id FROM company WHERE company_name LIKE '{name}%'").rows[0][0]
+
+
+def test_grounded_end_to_end_shows_its_grounds(demo, pack_dir) -> None:
+    ashcombe = company_id(demo, "Ashcombe Marsh")
+    llm = scripted(generate=f"```sql\n{REVENUE_SQL.replace('9226005', str(ashcombe))}\n```")
+    answer = run(demo, pack_dir, "What was the annual revenue of Ashcombe Marsh in 2023?", llm)
+    assert answer.ok and answer.rows, answer.error
+    assert llm.stages() == ["pick", "constraints", "link", "generate"]
+    # Every stage shares the one system prompt, so a local backend computes it once.
+    assert len({r.messages[0].content for r in llm.requests}) == 1
+    grounds = answer.grounds
+    filters = {c["filter"]: c for c in grounds["constraints"]}
+    assert filters["ref_data_item.data_item_id = 28"]["label"] == "Total Revenue"
+    assert filters["ref_period_type.period_type_id = 1"]["source"] == "lookup"
+    entity = filters[f"company.company_id = {ashcombe}"]
+    assert entity["source"] == "entity" and entity["label"] == "Ashcombe Marsh plc"
+    assert entity["phrase"] == "Ashcombe Marsh" and entity["confidence"] == 1.0
+    assert not any("123456" in f for f in filters)  # an ID the model was not shown is dropped
+    dropped = next(s for s in answer.steps if s.name == "lookup: write constraints").detail["dropped"]
+    assert "123456" in dropped[0]
+    tables = {t["table"]: t["why"] for t in grounds["tables"]}
+    assert tables["financial_period"].startswith("bridge")  # added by the FK graph
+    assert "chosen by the model" in tables["company"]
+    assert grounds["examples"][0] == BANK[0]["question"] and grounds["retrieval"].startswith("lexical")
+    generate = llm.requests[-1].messages[-1].content
+    assert "company.company_id = " in generate and "ref_data_item.data_item_id = 28" in generate
+    assert "price_daily" not in generate.split("Question:")[0]  # an unlinked table is left out
+    assert json.dumps(answer.to_dict())  # the grounds are JSON-ready
+
+
+def test_an_unknown_entity_is_reported_not_invented(demo, pack_dir) -> None:
+    llm = scripted()
+    answer = run(demo, pack_dir, "What was the annual revenue of Zyxcorp Quantum in 2023?", llm)
+    assert not answer.ok and answer.sql is None
+    assert "No company named 'Zyxcorp Quantum'" in answer.error
+    assert "did not guess" in answer.error
+    assert "generate" not in llm.stages()
+
+
+def test_an_empty_result_gets_one_reflection(demo, pack_dir) -> None:
+    empty = REVENUE_SQL.replace("2023", "1890")
+    ashcombe = company_id(demo, "Ashcombe Marsh")
+    good = REVENUE_SQL.replace("9226005", str(ashcombe))
+    llm = scripted(generate=[f"```sql\n{empty}\n```", f"```sql\n{good}\n```"])
+    answer = run(demo, pack_dir, "What was the annual revenue of Ashcombe Marsh in 2023?", llm)
+    assert answer.ok and answer.rows and "2023" in answer.sql
+    assert llm.stages().count("generate") == 2
+    assert "returned no rows" in llm.requests[-1].messages[-1].content
+    # Without reflection the empty result stands.
+    llm = scripted(generate=[f"```sql\n{empty}\n```", f"```sql\n{good}\n```"])
+    answer = run(demo, pack_dir, "What was the annual revenue of Ashcombe Marsh in 2023?", llm,
+                 reflection=False)
+    assert answer.ok and answer.rows == () and llm.stages().count("generate") == 1
+
+
+def test_ablations_switch_stages_off(demo, pack_dir) -> None:
+    llm = scripted()
+    answer = run(demo, pack_dir, "What was the annual revenue of Ashcombe Marsh in 2023?", llm,
+                 lookup=False, schema_linking=False, retrieval=False, entity_linking=False,
+                 reflection=False)
+    assert llm.stages() == ["generate"]
+    assert answer.grounds["constraints"] == [] and answer.grounds["examples"] == []
+    assert len(answer.grounds["tables"]) == len(demo.introspect().tables)  # the whole schema
+
+
+def test_a_pack_with_a_mistake_names_file_line_and_field(pack_dir, demo) -> None:
+    (pack_dir / "pack.yaml").write_text(PACK_YAML.replace("    key: period_type_id\n", ""))
+    with pytest.raises(ConfigError, match=r"pack\.yaml:9: references\.1\.key: Field required"):
+        load_pack(pack_dir)
+    (pack_dir / "pack.yaml").write_text(PACK_YAML.replace("names: [company_name]", "names: [company_nam]"))
+    pack = load_pack(pack_dir)
+    with pytest.raises(ConfigError, match=r"pack\.yaml:15: entities\.0\.names\.0: table 'company' "
+                                          r"has no column 'company_nam'"):
+        check_pack(pack, demo.introspect(), pack_dir)
+    (pack_dir / "schema.yaml").write_text(SCHEMA_YAML.replace("company.company_id", "company"))
+    with pytest.raises(ConfigError, match=r"schema\.yaml:8: joins\.0\.right: .*table\.column"):
+        load_pack(pack_dir)
+    (pack_dir / "pack.yaml").write_text("name: [unclosed\n")
+    with pytest.raises(ConfigError, match=r"pack\.yaml:2: not valid YAML"):
+        load_pack(pack_dir)
+    with pytest.raises(ConfigError, match="not a domain pack"):
+        load_pack(pack_dir / "nowhere")
+
+
+def test_the_test_pack_passes_its_check(pack_dir, demo) -> None:
+    check_pack(load_pack(pack_dir), demo.introspect(), pack_dir)
+
+
+def test_schema_linking_adds_bridges_and_reports_the_unconnectable(demo) -> None:
+    schema = demo.introspect()
+    linked = connect(schema, ["company", "financial_data", "ref_data_item", "nonsense"])
+    assert set(linked.tables) == {"company", "financial_data", "ref_data_item", "financial_period"}
+    assert linked.bridges == ("financial_period",)
+    assert {str(j) for j in linked.joins} == {
+        "financial_data.data_item_id = ref_data_item.data_item_id",
+        "financial_data.financial_period_id = financial_period.financial_period_id",
+        "financial_period.company_id = company.company_id"}
+    assert connect(schema, ["company"]).joins == ()
+
+
+def test_entity_linking_finds_names_typos_and_misses(demo) -> None:
+    index = EntityIndex.build(demo, [EntityTable(table="company", key="company_id",
+                                                 names=("company_name",), kind="company")],
+                              known_words=["Germany", "Total Revenue", "EBITDA"])
+    matches, unresolved = index.link("Compare the EBITDA of Ashcombe Marsh and Aurora Therapeutics plc")
+    assert {m.name for m in matches} == {"Ashcombe Marsh plc", "Aurora Therapeutics plc"}
+    assert all(m.confidence == 1.0 for m in matches) and unresolved == []
+    matches, _ = index.link("What was the revenue of Albion Technolgies Ltd in 2022?")
+    assert matches[0].name == "Albion Technologies Limited" and 0.9 < matches[0].confidence < 1.0
+    matches, unresolved = index.link("How many companies are headquartered in Germany?")
+    assert matches == [] and unresolved == []
+    _, unresolved = index.link("What is the total revenue of Zyxcorp Quantum?")
+    assert [u.mention for u in unresolved] == ["Zyxcorp Quantum"] and unresolved[0].confidence < 0.7
+    assert normalize_name("Acme Holdings, Inc.") == "acme holdings"
+
+
+def test_lookup_reads_rows_narrows_big_tables_and_keeps_only_shown_ids(demo) -> None:
+    ref = ReferenceTable(table="company", key="company_id", label="company_name")
+    narrowed = read_reference(demo, ref, "revenue of Aurora Therapeutics", limit=5)
+    assert narrowed.total > 100 and len(narrowed.rows) == 5
+    assert any(r[1] == "Aurora Therapeutics plc" for r in narrowed.rows)
+    items = read_reference(demo, ReferenceTable(table="ref_period_type", key="period_type_id",
+                                                label="period_type_name"), "quarterly", limit=100)
+    assert len(items.rows) == items.total == 5
+    kept, problems = constraints_from({"constraints": [
+        {"table": "ref_period_type", "id": "2", "phrase": "quarterly"},
+        {"table": "ref_period_type", "id": 99, "phrase": "x"},
+        {"table": "ref_unit", "id": 3, "phrase": "millions"}]}, [items])
+    assert [(c.value, c.label) for c in kept] == [(2, "Quarterly")]
+    assert len(problems) == 2
+    assert constraints_from("not json", [items]) == ([], [])
