@@ -77,6 +77,7 @@ def connect(
     settings: Settings | None = None,
     llm: LLM | None = None,
     bank: QueryBank | str | Path | None = None,
+    pack: str | Path | None = None,
 ) -> Session:
     """Open a session.
 
@@ -84,6 +85,8 @@ def connect(
     model: shorthand for `settings.llm.model` (a registered name or a GGUF path).
     llm: a ready backend (e.g. a replay backend in tests); overrides `settings.llm`.
     bank: solved examples (a QueryBank or a JSONL file) for the few-shot strategy.
+    pack: a domain pack folder for the grounded strategy (default: the demo's own pack on the
+    demo database; elsewhere `groundsql init` drafts one).
     """
     settings = settings or Settings()
     if model is not None:
@@ -94,4 +97,7 @@ def connect(
         url = f"sqlite:///{Path(url).expanduser().resolve()}"
     if bank is not None and not isinstance(bank, QueryBank):
         bank = QueryBank.load(bank)
+    if pack is not None:
+        grounded = settings.grounded.model_copy(update={"pack": Path(pack).expanduser()})
+        settings = settings.model_copy(update={"grounded": grounded})
     return Session(Database(str(url), settings.database), llm, settings, bank)

@@ -30,7 +30,7 @@ from groundsql.grounding.entities import EntityIndex, EntityMatch, Unresolved
 from groundsql.grounding.lookup import (Constraint, ReferenceRows, constraints_from, read_reference,
                                         rows_prompt)
 from groundsql.llm import ChatRequest, Message
-from groundsql.packs.load import load_pack
+from groundsql.packs.load import PACK_FILE, load_pack
 from groundsql.packs.model import DomainPack
 from groundsql.prompts import load_prompt
 from groundsql.retrieval import Example, QueryBank, load_embedder
@@ -122,17 +122,28 @@ def _pack(ctx: Context) -> DomainPack:
         return ctx.pack
     folder = ctx.settings.grounded.pack
     if folder is not None:
-        return load_pack(folder)
+        # A pack, or a folder of packs named after their databases (an evaluation over many).
+        own = Path(folder) / _database_name(ctx)
+        return load_pack(own if (own / PACK_FILE).is_file() else folder)
     if _is_demo(ctx):
         return load_pack(demo_pack_path())
     raise ConfigError("the grounded strategy needs a domain pack for this database: --pack DIR "
                       "(draft one with `groundsql init --db URL --out DIR`)")
 
 
-def _is_demo(ctx: Context) -> bool:
-    from groundsql.api import demo_database_url  # the demo module imports strategies
+def _database_name(ctx: Context) -> str:
+    """A SQLite file's stem, or the database name of a server URL."""
+    database = ctx.db.url.database or ""
+    return Path(database).stem if ctx.db.dialect in ("sqlite", "duckdb") else database
 
-    return str(ctx.db.url) == demo_database_url()
+
+def _is_demo(ctx: Context) -> bool:
+    from groundsql.config import data_home
+    from groundsql.demo import DEMO_DB_FILENAME
+
+    if ctx.db.dialect != "sqlite" or not ctx.db.url.database:
+        return False
+    return Path(ctx.db.url.database).resolve() == (data_home() / "demo" / DEMO_DB_FILENAME).resolve()
 
 
 def _annotated(schema: Schema, pack: DomainPack) -> Schema:
