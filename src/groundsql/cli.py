@@ -137,6 +137,49 @@ def demo(
         print(demo_database_url().removeprefix("sqlite:///"))
 
 
+@app.command()
+def init(
+    out_folder: Annotated[str, typer.Option("--out", help="Folder for the pack (pack.yaml, schema.yaml, bank.jsonl).")],
+    db: DbOption = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing draft (a bank.jsonl is kept).")] = False,
+) -> None:
+    """Draft a domain pack from a database: reference and entity tables, schema docs, joins."""
+    from pathlib import Path
+
+    from groundsql.api import connect
+    from groundsql.packs.draft import draft_pack
+
+    with connect(db) as session:
+        with err.status("Reading the database…", spinner="dots"):
+            summary = draft_pack(session.db, Path(out_folder), force=force)
+    inferred = f" ({summary.inferred_joins} inferred from names and values)" if summary.inferred_joins else ""
+    lines = [
+        f"Drafted the domain pack {summary.name!r} in {summary.folder} "
+        f"from {_count_of(summary.tables, 'table')}:",
+        f"  {_count_of(len(summary.references), 'reference table')}: {_names(summary.references)}",
+        f"  {_count_of(len(summary.entities), 'entity table')}: {_names(summary.entities)}",
+        f"  {_count_of(summary.joins, 'join')}{inferred}",
+        *(f"  kept {path} as it was" for path in summary.kept),
+        "Next steps:",
+        f"  1. Read and correct {summary.folder / 'pack.yaml'} and schema.yaml: every entry is a guess.",
+        f"  2. Add 15-30 solved questions your users ask to {summary.folder / 'bank.jsonl'} "
+        f"(format: {summary.folder / 'bank.example.jsonl'}).",
+    ]
+    for line in lines:
+        out.print(line, markup=False, highlight=False, soft_wrap=True)
+    for note in summary.notes:
+        err.print(f"note: {note}", style="dim", markup=False, highlight=False, soft_wrap=True)
+
+
+def _count_of(n: int, noun: str) -> str:
+    return f"{n} {noun}{'s' * (n != 1)}"
+
+
+def _names(items: tuple[str, ...]) -> str:
+    """Table names for one line (a name with a line break in it is shown quoted)."""
+    return ", ".join(n if n.isprintable() else repr(n) for n in items) or "-"
+
+
 @app.command("eval")
 def eval_command(
     benchmark: Annotated[str, typer.Argument(help="Spider or BIRD folder, or a .jsonl file.")],
