@@ -88,7 +88,7 @@ class ByPrompt(LLM):
         text = request.messages[-1].content
         stage = ("pick" if "Which reference tables" in text else
                  "constraints" if "Rows of the reference tables" in text else
-                 "link" if "Which tables and columns" in text else "generate")
+                 "link" if "Which tables does" in text else "generate")
         queue = self.answers[stage]
         answer = queue.pop(0) if len(queue) > 1 else queue[0]
         return Completion(text=answer, model=self.model_id, prompt_tokens=10, completion_tokens=5)
@@ -96,7 +96,7 @@ class ByPrompt(LLM):
     def stages(self) -> list[str]:
         return [("pick" if "Which reference tables" in r.messages[-1].content else
                  "constraints" if "Rows of the reference" in r.messages[-1].content else
-                 "link" if "Which tables and columns" in r.messages[-1].content else "generate")
+                 "link" if "Which tables does" in r.messages[-1].content else "generate")
                 for r in self.requests]
 
 
@@ -243,6 +243,11 @@ def test_entity_linking_finds_names_typos_and_misses(demo) -> None:
     _, unresolved = index.link("What is the total revenue of Zyxcorp Quantum?")
     assert [u.mention for u in unresolved] == ["Zyxcorp Quantum"] and unresolved[0].confidence < 0.7
     assert normalize_name("Acme Holdings, Inc.") == "acme holdings"
+    people = EntityIndex.build(demo, [EntityTable(table="person", key="person_id",
+                                                  names=("first_name", "last_name"), kind="person")])
+    first, last = demo.execute("SELECT first_name, last_name FROM person LIMIT 1").rows[0]
+    matches, _ = people.link(f"Which companies did {first} {last} work for?")
+    assert [m.name for m in matches] == [f"{first} {last}"]  # a name spread over two columns
 
 
 def test_lookup_reads_rows_narrows_big_tables_and_keeps_only_shown_ids(demo) -> None:
@@ -260,3 +265,11 @@ def test_lookup_reads_rows_narrows_big_tables_and_keeps_only_shown_ids(demo) -> 
     assert [(c.value, c.label) for c in kept] == [(2, "Quarterly")]
     assert len(problems) == 2
     assert constraints_from("not json", [items]) == ([], [])
+    # With the question: a phrase it does not contain is dropped; an id whose row is not the
+    # one the phrase names is replaced by the row that is.
+    kept, problems = constraints_from({"constraints": [
+        {"table": "ref_period_type", "id": 1, "phrase": "quarterly"},
+        {"table": "ref_period_type", "id": 3, "phrase": "Semi-Annual"}]}, [items],
+        "What was the quarterly revenue?")
+    assert [(c.value, c.label, c.phrase) for c in kept] == [(2, "Quarterly", "quarterly")]
+    assert "replaced by id 2" in problems[0] and "not in the question" in problems[1]

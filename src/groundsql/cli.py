@@ -63,15 +63,22 @@ def ask(
     as_json: Annotated[bool, typer.Option("--json", help="Print a machine-readable result.")] = False,
     trace: Annotated[bool, typer.Option(help="Also print the step-by-step trace.")] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not reuse cached model answers.")] = False,
-    strategy: Annotated[str, typer.Option(help="zero-shot, few-shot or self-consistency.")] = "zero-shot",
+    strategy: Annotated[
+        str, typer.Option(help="zero-shot, few-shot, self-consistency or grounded.")
+    ] = "zero-shot",
     bank: Annotated[Optional[str], typer.Option(help="Query bank (JSONL) for few-shot.")] = None,
+    pack: Annotated[
+        Optional[str],
+        typer.Option(help="Domain pack folder for the grounded strategy (the demo has its own; "
+                          "`groundsql init` drafts one)."),
+    ] = None,
 ) -> None:
     """Answer QUESTION with a validated, read-only SQL query and its result."""
     from groundsql.api import connect
 
     settings = _settings(model, backend, base_url, no_cache)
     with err.status("Thinking…", spinner="dots"):
-        with connect(db, settings=settings, bank=bank) as session:
+        with connect(db, settings=settings, bank=bank, pack=pack) as session:
             answer = session.ask(question, strategy=strategy)
     if as_json:
         print(json.dumps(answer.to_dict(), indent=2, ensure_ascii=False))
@@ -79,9 +86,11 @@ def ask(
     if answer.sql:
         out.print(Syntax(answer.sql, "sql", word_wrap=True))
     if not answer.ok:
-        err.print(f"[red]No answer:[/red] {answer.error}")
+        err.print(f"[red]No answer:[/red] {answer.error}", markup=True, highlight=False)
+        _print_grounds(answer.grounds)
         raise typer.Exit(1)
     out.print(_result_table(answer.columns, answer.rows))
+    _print_grounds(answer.grounds)
     note = f"{len(answer.rows)} row{'s' * (len(answer.rows) != 1)}"
     if answer.truncated:
         note += " (more rows exist; the row cap stopped here)"
@@ -94,6 +103,26 @@ def ask(
         for step in answer.steps:
             detail = ", ".join(f"{k}={v}" for k, v in step.detail.items())
             err.print(f"[dim]  {step.name:<18} {step.elapsed_s:7.2f} s  {detail}[/dim]")
+
+
+def _print_grounds(grounds: dict) -> None:
+    """What the answer rests on: every resolved ID and where it came from, the tables and why,
+    the examples retrieved."""
+    if not grounds:
+        return
+    lines = ["Grounds:"]
+    for c in grounds.get("constraints", []):
+        origin = f"{c['table']} row {c['label']!r}" + (
+            f", {c['confidence']:.0%} name match" if c["source"] == "entity" else ", lookup agent")
+        lines.append(f"  {c['phrase']!r} -> {c['filter']}  ({origin})")
+    for u in grounds.get("unresolved", []):
+        lines.append(f"  {u['mention']!r} -> not found (closest: {u['closest']!r})")
+    for t in grounds.get("tables", []):
+        lines.append(f"  table {t['table']}: {t['why']}")
+    for q in grounds.get("examples", []):
+        lines.append(f"  example ({grounds.get('retrieval', '')}): {q}")
+    for line in lines:
+        out.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def _result_table(columns: tuple[str, ...], rows: tuple[tuple[object, ...], ...], limit: int = 50) -> Table:

@@ -100,13 +100,16 @@ class EntityIndex:
         """Read every name column of every entity table (plain SELECTs, read-only)."""
         names: list[_Name] = []
         for entity in entities:
-            for column in entity.names:
-                sql = (f"SELECT {db.quote(entity.key)}, {db.quote(column)} FROM "
-                       f"{db.quote(entity.table)} WHERE {db.quote(column)} IS NOT NULL")
-                for key, name in db.execute(sql, max_rows=max_names).rows:
+            columns = ", ".join(db.quote(c) for c in entity.names)
+            sql = f"SELECT {db.quote(entity.key)}, {columns} FROM {db.quote(entity.table)}"
+            for key, *values in db.execute(sql, max_rows=max_names).rows:
+                spelled = [(c, str(v)) for c, v in zip(entity.names, values) if v is not None]
+                if len(spelled) > 1:  # first and last name: the full name is a name too
+                    spelled.append(("+".join(c for c, _ in spelled), " ".join(v for _, v in spelled)))
+                for column, name in spelled:
                     plain = normalize_name(name)
                     if plain:
-                        names.append(_Name(entity, column, key, str(name), plain))
+                        names.append(_Name(entity, column, key, name, plain))
         return cls(names, known_words, threshold)
 
     def _minhash(self, text: str) -> MinHash:

@@ -9,8 +9,10 @@ the time; one that reads the rows is not. Three steps:
 2. their rows are read with plain SELECTs; a table with more rows than the limit is narrowed
    to the rows whose labels are most like the question (rapidfuzz);
 3. the model writes the constraints, each an ID from the rows it was shown and the phrase of
-   the question it grounds. An ID that was not shown is dropped, never used: every constraint
-   keeps its provenance (table, key, label, row).
+   the question it grounds. Each is checked: an ID that was not shown, or a phrase that is not
+   in the question, is dropped, never used; when another shown row's label is the phrase
+   itself ("EBITDA" answered with the id of "Operating Income"), that row is taken. Every
+   constraint keeps its provenance (table, key, label, row).
 """
 
 from __future__ import annotations
@@ -80,9 +82,15 @@ def rows_prompt(tables: Sequence[ReferenceRows]) -> str:
     return "\n\n".join(blocks)
 
 
-def constraints_from(answer: Any, tables: Sequence[ReferenceRows]) -> tuple[list[Constraint], list[str]]:
+_IN_QUESTION = 80  # partial_ratio a phrase needs to count as words of the question
+_SAME_LABEL = 90  # ratio at which a label is the phrase itself
+
+
+def constraints_from(answer: Any, tables: Sequence[ReferenceRows],
+                     question: str | None = None) -> tuple[list[Constraint], list[str]]:
     """Constraints from the model's structured answer `{"constraints": [{"table", "id",
-    "phrase"}]}`; only IDs among the rows shown are kept. Returns (kept, problems)."""
+    "phrase"}]}`; only IDs among the rows shown, for phrases of `question` (when given), are
+    kept. Returns (kept, problems)."""
     shown = {t.ref.table.lower(): t for t in tables}
     kept: list[Constraint] = []
     problems: list[str] = []
@@ -98,14 +106,37 @@ def constraints_from(answer: Any, tables: Sequence[ReferenceRows]) -> tuple[list
         if row is None:
             problems.append(f"{table.ref.table} has no shown row with id {item.get('id')!r}")
             continue
+        phrase = str(item.get("phrase", "")).strip()
+        if question is not None and not _in(phrase, question):
+            problems.append(f"{table.ref.table} id {row[0]!r}: phrase {phrase!r} is not in the question")
+            continue
+        named = _row_named(phrase, table)
+        if named is not None and _label_score(phrase, row) < _SAME_LABEL:
+            problems.append(f"{table.ref.table} id {row[0]!r} ({row[1]}) for {phrase!r} replaced by "
+                            f"id {named[0]!r} ({named[1]}), whose label it is")
+            row = named
         constraint = Constraint(
             table=table.ref.table, column=table.ref.key, value=row[0], label=str(row[1]),
-            phrase=str(item.get("phrase", "")), source="lookup",
-            row=dict(zip(table.columns, row)),
+            phrase=phrase, source="lookup", row=dict(zip(table.columns, row)),
         )
         if not any(c.table == constraint.table and c.value == constraint.value for c in kept):
             kept.append(constraint)
     return kept, problems
+
+
+def _in(phrase: str, question: str) -> bool:
+    return bool(phrase) and fuzz.partial_ratio(utils.default_process(phrase),
+                                               utils.default_process(question)) >= _IN_QUESTION
+
+
+def _label_score(phrase: str, row: tuple[Any, ...]) -> float:
+    return fuzz.ratio(utils.default_process(phrase), utils.default_process(str(row[1])))
+
+
+def _row_named(phrase: str, table: ReferenceRows) -> tuple[Any, ...] | None:
+    """The shown row whose label is the phrase itself, if exactly one is."""
+    named = [r for r in table.rows if _label_score(phrase, r) >= _SAME_LABEL]
+    return named[0] if len(named) == 1 else None
 
 
 def _same(value: Any, wanted: Any) -> bool:

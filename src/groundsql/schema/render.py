@@ -30,10 +30,13 @@ def m_schema(schema: Schema, *, with_examples: bool = True) -> str:
         lines += [header, "["]
         lines += [f"({_m_column(table, col, with_examples)})," for col in table.columns]
         lines.append("]")
+    # Only keys between the tables shown: a linked subset would otherwise name tables the
+    # prompt does not describe.
     foreign_keys = [
         f"{table.name}.{col}={fk.ref_table}.{ref}"
         for table in schema.tables
         for fk in table.foreign_keys
+        if schema.table(fk.ref_table) is not None
         for col, ref in zip(fk.columns, fk.ref_columns)
     ]
     if foreign_keys:

@@ -226,8 +226,7 @@ _CONSTRAINTS_SCHEMA = {"type": "object", "properties": {"constraints": {"type": 
     "required": ["table", "id", "phrase"]}}}, "required": ["constraints"]}
 _LINK_SCHEMA = {"type": "object", "properties": {
     "tables": {"type": "array", "items": {"type": "string"}},
-    "columns": {"type": "array", "items": {"type": "string"}},
-    "reason": {"type": "string"}}, "required": ["tables", "columns", "reason"]}
+    "reason": {"type": "string"}}, "required": ["tables", "reason"]}
 
 
 def _lookup(ctx: Context, domain: _Domain, question: str, trace: Trace) -> list[Constraint]:
@@ -248,7 +247,7 @@ def _lookup(ctx: Context, domain: _Domain, question: str, trace: Trace) -> list[
     with trace.step("lookup: write constraints") as step:
         answer = _ask_json(ctx, "grounded_constraints", _CONSTRAINTS_SCHEMA, step,
                            domain=domain.text, question=question.strip(), rows=rows_prompt(tables))
-        constraints, problems = constraints_from(answer, tables)
+        constraints, problems = constraints_from(answer, tables, question)
         step["constraints"] = [c.sql() for c in constraints]
         if problems:
             step["dropped"] = problems
