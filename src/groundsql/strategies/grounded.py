@@ -161,24 +161,37 @@ def _annotated(schema: Schema, pack: DomainPack) -> Schema:
     return Schema(schema.dialect, tuple(tables), schema.name)
 
 
+_VALUES_PER_COLUMN = 2000  # distinct values of one text column read as known words
+
+
 def _known_words(ctx: Context, pack: DomainPack, schema: Schema) -> list[str]:
-    """Words of the domain that are not entity names: reference labels, schema names."""
+    """Words of the domain that are not entity names: values of the text columns (reference
+    labels, countries, genres ...) and the names of tables and columns. A capitalised word of
+    a question that is none of these, nor an entity name, is an unknown entity."""
     words: list[str] = []
-    for ref in pack.references:
-        columns = ", ".join(ctx.db.quote(c) for c in (ref.label, *ref.extra))
-        for row in ctx.db.execute(f"SELECT {columns} FROM {ctx.db.quote(ref.table)}", max_rows=100_000).rows:
-            words += [str(v) for v in row if isinstance(v, str)]
+    names = {(e.table.lower(), n.lower()) for e in pack.entities for n in e.names}
     for table in schema.tables:
         words += [table.name, *table.name.split("_"), *(c.name for c in table.columns)]
         words += [w for c in table.columns for w in c.name.split("_")]
+        for column in table.columns:
+            textual = any(t in column.type.upper() for t in ("CHAR", "TEXT", "CLOB", "STRING")) \
+                or not column.type
+            if not textual or (table.name.lower(), column.name.lower()) in names:
+                continue
+            sql = (f"SELECT DISTINCT {ctx.db.quote(column.name)} FROM {ctx.db.quote(table.name)} "
+                   f"WHERE {ctx.db.quote(column.name)} IS NOT NULL")
+            rows = ctx.db.execute(sql, max_rows=_VALUES_PER_COLUMN).rows
+            words += [str(v) for (v,) in rows if isinstance(v, str) and len(v) <= 80]
     return words
 
 
 def _domain_text(ctx: Context, pack: DomainPack, schema: Schema) -> str:
+    about = "" if pack.description.upper().startswith("TODO") else pack.description
     lines = [f"You are an expert data analyst who writes {ctx.dialect_label} SQL for the "
-             f"{pack.name} database. {pack.description}".strip(), "", "Tables (columns):"]
+             f"{pack.name} database. {about}".strip(), "", "Tables (columns):"]
     for table in schema.tables:
-        about = f" - {table.description}" if table.description else ""
+        about = f" - {table.description}" if table.description and not \
+            table.description.upper().startswith("TODO") else ""
         lines.append(f"- {table.name}{about} ({', '.join(c.name for c in table.columns)})")
     if pack.references:
         lines += ["", "Reference tables (a concept's id -> its label):"]
