@@ -273,3 +273,20 @@ def test_lookup_reads_rows_narrows_big_tables_and_keeps_only_shown_ids(demo) -> 
         "What was the quarterly revenue?")
     assert [(c.value, c.label, c.phrase) for c in kept] == [(2, "Quarterly", "quarterly")]
     assert "replaced by id 2" in problems[0] and "not in the question" in problems[1]
+
+
+def test_the_command_line_prints_the_grounds(capsys) -> None:
+    from groundsql.cli import _print_grounds
+
+    _print_grounds({
+        "constraints": [
+            {"phrase": "EBITDA", "filter": "ref_data_item.data_item_id = 4051", "table": "ref_data_item",
+             "label": "EBITDA", "source": "lookup", "confidence": 1.0},
+            {"phrase": "Ashcombe Marsh", "filter": "company.company_id = 7", "table": "company",
+             "label": "Ashcombe Marsh plc", "source": "entity", "confidence": 0.97}],
+        "unresolved": [], "tables": [{"table": "financial_period", "why": "bridge: joins"}],
+        "examples": ["What was X?"], "retrieval": "lexical"})
+    shown = capsys.readouterr().out
+    assert "'EBITDA' -> ref_data_item.data_item_id = 4051  (ref_data_item row 'EBITDA', lookup agent)" in shown
+    assert "company row 'Ashcombe Marsh plc', 97% name match" in shown
+    assert "table financial_period: bridge: joins" in shown and "example (lexical): What was X?" in shown
