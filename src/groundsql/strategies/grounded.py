@@ -244,6 +244,8 @@ _LINK_SCHEMA = {"type": "object", "properties": {
 
 def _lookup(ctx: Context, domain: _Domain, question: str, trace: Trace) -> list[Constraint]:
     pack = domain.pack
+    if not pack.references:
+        return []  # nothing to look up: no model call
     with trace.step("lookup: pick reference tables") as step:
         picked = _ask_json(ctx, "grounded_pick", _TABLES_SCHEMA, step, domain=domain.text,
                            question=question.strip())
