@@ -86,3 +86,10 @@ def test_earlier_run_is_rescored_with_test_suites(tmp_path: Path, monkeypatch) -
     metrics = summary["configs"]["zero-shot"]
     assert (metrics["ex"], metrics["ts_ex"], metrics["gold_uninformative"]) == (100.0, 0.0, 100.0)
     assert "uninformative gold %" in markdown_table(summary)
+    # Scores from an older suite construction are recomputed; current ones are kept.
+    records = load_records(tmp_path / "results.jsonl")
+    stale = [{**r, "suite_version": -1, "ts_ex": True} for r in records]
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in stale))
+    EvalRun(items=items, configs=configs, out_dir=tmp_path, llm=Scripted(), test_suite=True).run()
+    (again,) = load_records(tmp_path / "results.jsonl")
+    assert again["ts_ex"] is False and again["suite_version"] == after["suite_version"]

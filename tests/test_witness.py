@@ -138,3 +138,28 @@ def test_equivalent_near_misses_are_not_made_when_keys_prove_them(sql, kinds) ->
         assert all(any(a in s for a in allowed) for s in of_kind), of_kind
     without = mutations(sql)
     assert len(without) >= len(made)
+
+
+def test_a_formula_threshold_is_met_exactly_and_missed_by_half(tmp_path: Path) -> None:
+    """`CASE WHEN a * 100.0 / b > 90`: `>` against `>=` and 90 against 89 or 91 need rows
+    where the formula is 90, a little above and a little below; a JOIN ... USING connects."""
+    db = filled(tmp_path / "v.sqlite")
+    sql = ("SELECT c.model, CASE WHEN d.weight * 100.0 / c.speed > 90 THEN 'heavy' ELSE 'light' END "
+           "FROM car c JOIN dims d USING (car_id) WHERE c.model = 'B'")
+    plant_witnesses(db, sql, random.Random(5))
+    ratios = {r[0] for r in rows(db, "SELECT d.weight * 100.0 / c.speed FROM car c JOIN dims d "
+                                     "USING (car_id) WHERE c.model = 'B'")}
+    assert {90.0, 90.5, 89.5} <= ratios
+    for mutant in ("> 89", "> 91", ">= 90"):
+        assert sorted(rows(db, sql)) != sorted(rows(db, sql.replace("> 90", mutant))), mutant
+
+
+def test_a_variant_of_witnesses_only_tells_apart_what_reads_other_rows(tmp_path: Path) -> None:
+    db = filled(tmp_path / "v.sqlite")
+    constant = ("SELECT 42 FROM car c JOIN dims d ON c.car_id = d.car_id "
+                "WHERE c.speed = 210 AND d.weight > 1500 LIMIT 1")
+    plant_witnesses(db, constant, random.Random(1), only_witnesses=True)
+    assert rows(db, "SELECT COUNT(*) FROM car WHERE speed <> 210") == [(0,)]
+    assert rows(db, constant) == [(42,)]
+    # The output is a constant: only the absence of other rows tells `<>` from `=`.
+    assert rows(db, constant.replace("c.speed = 210", "c.speed <> 210")) == []

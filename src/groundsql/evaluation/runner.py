@@ -102,14 +102,18 @@ class EvalRun:
         self.close()
 
     def _add_missing_test_suite_scores(self) -> None:
-        """Records made without --test-suite get their test-suite scores from the stored
-        prediction, so an earlier run is rescored without asking the model again."""
+        """Records made without --test-suite, or scored on suites an older construction built,
+        get their test-suite scores from the stored prediction, so an earlier run is rescored
+        without asking the model again."""
+        from groundsql.testsuite.suite import SUITE_VERSION
+
         records = load_records(self.results_path)
         items = {i.item_id: i for i in self.items}
         changed = False
         for record in records:
             item = items.get(record["item_id"])
-            if item is None or "ts_ex" in record or "gold_error" in record:
+            current = record.get("suite_version") == SUITE_VERSION
+            if item is None or ("ts_ex" in record and current) or "gold_error" in record:
                 continue
             db = self._database(item.db_url, self.configs[0].settings)
             gold = self._gold_result(db, item)
@@ -251,7 +255,7 @@ class EvalRun:
         """Test-suite execution accuracy: correct only if the prediction's result matches the
         gold's on every variant of the gold's suite (Zhong et al. 2020). Also whether the gold's
         result on the original database could tell queries apart at all."""
-        from groundsql.testsuite.suite import build_suite, informative, run_on_suite
+        from groundsql.testsuite.suite import SUITE_VERSION, build_suite, informative, run_on_suite
 
         scores: dict[str, Any] = {"gold_informative": informative([tuple(r) for r in gold.rows])}
         if db.backend != "sqlite" or not db.url.database:
@@ -277,6 +281,7 @@ class EvalRun:
             "suite_variants": len(suite.variants),
             "suite_share": round(suite.share, 4),
             "suite_informative": suite.informative,
+            "suite_version": SUITE_VERSION,
         }
 
     def close(self) -> None:

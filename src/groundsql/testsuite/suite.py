@@ -4,7 +4,7 @@
    and miss others;
 2. candidate variants of the database are filled (variant 0 keeps the original rows), and
    the others get witness rows: joined rows on which the whole WHERE clause holds, and rows
-   that miss it by one condition (witness.py);
+   that miss it by one condition (witness.py); the last keeps only the rows that hold;
 3. the gold and its near-miss mutations run on every candidate;
 4. distillation keeps the fewest variants that tell the gold from as many mutations as possible,
    plus one on which the gold's result is informative, if any candidate gives one.
@@ -41,7 +41,8 @@ from groundsql.testsuite.mutations import Keys, mutations
 from groundsql.testsuite.witness import plant_witnesses
 
 _MANIFEST = "suite.json"
-_VERSION = 2  # bump when the construction changes, so cached suites are rebuilt
+_VERSION = 3  # bump when the construction changes, so cached suites are rebuilt
+SUITE_VERSION = _VERSION  # stored with test-suite scores; older scores are recomputed
 _EXECUTION = DatabaseConfig(timeout_s=2.0, max_rows=100_000)
 # Mutations are run until this many seconds have passed; a query whose near misses explode
 # (cartesian joins on filled data) is tested on the mutations that ran in time.
@@ -108,7 +109,9 @@ def build_suite(
     with tempfile.TemporaryDirectory(prefix="groundsql-suite-") as scratch:
         paths = fill_variants(source, Path(scratch), candidates, seed=seed, plan=plan)
         for i, path in enumerate(paths[1:], start=1):  # variant 0 stays as the filler left it
-            plant_witnesses(path, gold_sql, random.Random(seed * 1000 + i))
+            # The last holds nothing but witnesses (see plant_witnesses).
+            plant_witnesses(path, gold_sql, random.Random(seed * 1000 + i),
+                            only_witnesses=i == len(paths) - 1 and i > 1)
         variants = [Database(f"sqlite:///{path}", _EXECUTION) for path in paths]
         gold = [_run(db, gold_sql) for db in variants]
         try:

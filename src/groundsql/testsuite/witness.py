@@ -18,7 +18,10 @@ filled variant so that it can:
    duplicates and DISTINCT, UNION and COUNT(DISTINCT) near misses differ from the gold;
 5. satisfying tuples share their GROUP BY values, so groups hold several rows and SUM, AVG,
    MIN, MAX and COUNT disagree; and they meet and miss the CASE WHEN conditions of the select
-   list in turn, so both branches are taken.
+   list in turn, so both branches are taken;
+6. a formula compared with a number (`CASE WHEN a * 100.0 / b > 90`) is made to equal the
+   number on one tuple and to lie just above and below it on two more, where `>` and `>=`,
+   and a number changed by one, part.
 
 Every (sub)query with a FROM clause of real tables gets its witnesses. Edits that a constraint
 refuses (UNIQUE, NOT NULL, CHECK) are skipped: a witness is an improvement, never required.
@@ -27,6 +30,7 @@ refuses (UNIQUE, NOT NULL, CHECK) are skipped: a witness is an improvement, neve
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import random
 import sqlite3
 from contextlib import closing
@@ -68,11 +72,27 @@ class _Scope:
     limit: int | None = None  # the query's LIMIT: more satisfying rows than it, to test it
     groups: tuple[tuple[str, str], ...] = ()  # GROUP BY columns as (alias, column)
     cases: tuple[Condition, ...] = ()  # CASE WHEN conditions of the select list
+    formulas: tuple["_Formula", ...] = ()  # `<formula of columns> <op> <number>` comparisons
+    aggregated: tuple["_Formula", ...] = ()  # arguments of SUM/AVG/MIN/MAX in the select list
 
 
-def plant_witnesses(path: Path, sql: str, rng: random.Random) -> int:
+@dataclass(frozen=True)
+class _Formula:
+    """`expr <op> target`, where expr computes over one or two columns of the scope."""
+
+    expr: exp.Expr
+    columns: tuple[tuple[str, str], ...]  # (alias, column) as they appear in expr
+    target: float
+
+
+def plant_witnesses(path: Path, sql: str, rng: random.Random, only_witnesses: bool = False) -> int:
     """Edit the SQLite variant at `path` so `sql`'s filters meet and narrowly miss joined rows;
-    return the number of tuples written. A query sqlglot cannot read is left alone."""
+    return the number of tuples written. A query sqlglot cannot read is left alone.
+
+    `only_witnesses`: afterwards delete every other row of the query's tables, so the variant
+    holds nothing but rows that meet the filters. There a near miss that selects other rows
+    (`<>` for `=`, a dropped join condition) finds none, which tells it from the gold even
+    when the query's output does not depend on which rows it read."""
     try:
         scopes = _scopes(sqlglot.parse_one(sql, read="sqlite"))
     except sqlglot.errors.SqlglotError:
@@ -82,10 +102,15 @@ def plant_witnesses(path: Path, sql: str, rng: random.Random) -> int:
     written = 0
     conn = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=rw", uri=True,
                            isolation_level=None)
+    kept: dict[str, set[int]] = {}
     with closing(conn):
         conn.execute("BEGIN")
         for scope in scopes:
-            written += _plant_scope(conn, scope, rng)
+            written += _plant_scope(conn, scope, rng, kept)
+        if only_witnesses:
+            for table, rowids in kept.items():
+                marks = ", ".join("?" * len(rowids))
+                conn.execute(f'DELETE FROM "{table}" WHERE rowid NOT IN ({marks})', sorted(rowids))
         conn.execute("COMMIT")
     return written
 
@@ -107,18 +132,63 @@ def _scopes(tree: exp.Expr) -> list[_Scope]:
             continue
         where = select.args.get("where")
         conditions = _conditions(where.this, sources) if where is not None else []
-        if conditions:
-            limit = select.args.get("limit")
-            count = literal_value(limit.expression) if limit is not None else None
-            count = count if isinstance(count, int) and 0 < count <= _MOST_LIMIT else None
-            group = select.args.get("group")
-            keys = [c for c in (group.expressions if group else ()) if isinstance(c, exp.Column)]
-            groups = tuple((a, c.name) for c in keys if (a := _alias_of(c, sources)))
-            whens = [w.this for e in select.expressions for w in e.find_all(exp.If)
-                     if w.find_ancestor(exp.Select) is select]
-            cases = tuple(c for w in whens for c in _conditions(w, sources))
-            scopes.append(_Scope(tuple(sources), tuple(conditions), count, groups, cases))
+        limit = select.args.get("limit")
+        count = literal_value(limit.expression) if limit is not None else None
+        count = count if isinstance(count, int) and 0 < count <= _MOST_LIMIT else None
+        group = select.args.get("group")
+        keys = [c for c in (group.expressions if group else ()) if isinstance(c, exp.Column)]
+        groups = tuple((a, c.name) for c in keys if (a := _alias_of(c, sources)))
+        whens = [w.this for e in select.expressions for w in e.find_all(exp.If)
+                 if w.find_ancestor(exp.Select) is select]
+        cases = tuple(c for w in whens for c in _conditions(w, sources))
+        filters = [*whens, where.this] if where is not None else whens
+        formulas = tuple(f for node in filters for f in _formulas(node, sources))
+        aggregated = tuple(a for a in (_argument(a, sources) for e in select.expressions
+                                       for a in e.find_all(exp.Sum, exp.Avg, exp.Min, exp.Max)
+                                       if a.find_ancestor(exp.Select) is select) if a is not None)
+        if conditions or groups or cases or formulas:
+            scopes.append(_Scope(tuple(sources), tuple(conditions), count, groups, cases,
+                                 formulas, aggregated))
     return scopes
+
+
+_FORMULA_COLUMNS = 2  # most columns a formula may use for its boundary to be searched
+
+
+def _formulas(node: exp.Expr, sources: list[_Source]) -> list[_Formula]:
+    """The comparisons of a formula with a number (`a * 100.0 / b > 90`) in a condition."""
+    found = []
+    for comparison in node.find_all(exp.GT, exp.GTE, exp.LT, exp.LTE, exp.EQ):
+        left, right = comparison.this, comparison.expression
+        for expr, other in ((left, right), (right, left)):
+            target = literal_value(other)
+            if isinstance(expr, exp.Column) or not isinstance(target, (int, float)):
+                continue
+            if isinstance(target, bool) or expr.find(exp.Select, exp.AggFunc) is not None:
+                continue
+            columns = list(expr.find_all(exp.Column))
+            places = [(_alias_of(c, sources), c.name) for c in columns]
+            if not columns or any(a is None for a, _ in places):
+                continue
+            if len(set(places)) <= _FORMULA_COLUMNS:
+                found.append(_Formula(expr, tuple(places), float(target)))
+    return found
+
+
+def _argument(aggregate: exp.Expr, sources: list[_Source]) -> _Formula | None:
+    """An aggregate's argument as a formula of at most two columns (target unused)."""
+    expr = aggregate.this
+    if not isinstance(expr, exp.Expr) or expr.find(exp.Select, exp.AggFunc) is not None:
+        return None
+    places = [(_alias_of(c, sources), c.name) for c in expr.find_all(exp.Column)]
+    if not places or any(a is None for a, _ in places) or len(set(places)) > _FORMULA_COLUMNS:
+        return None
+    return _Formula(expr, tuple(places), 0.0)
+
+
+# Values the aggregated formula takes on the rows of the shared group, in turn: far apart, so
+# the group's SUM, AVG, MIN and MAX differ from each other and from every other group's.
+_SPREAD = (1000.0, 1.0, 400.0)
 
 
 def _sources(select: exp.Select, ctes: set[str]) -> list[_Source] | None:
@@ -127,14 +197,17 @@ def _sources(select: exp.Select, ctes: set[str]) -> list[_Source] | None:
     from_ = select.args.get("from_")
     if from_ is None:
         return None
-    items = [(from_.this, None)] + [(j.this, j.args.get("on")) for j in select.args.get("joins") or ()]
+    items = [(from_.this, None, ())] + [(j.this, j.args.get("on"), j.args.get("using") or ())
+                                        for j in select.args.get("joins") or ()]
     sources: list[_Source] = []
-    for item, on in items:
+    for item, on, using in items:
         if not isinstance(item, exp.Table) or item.name.lower() in ctes or not item.name:
             return None
         alias = item.alias_or_name.lower()
         earlier = {s.alias for s in sources}
         links = tuple(_links(on, alias, earlier)) if on is not None else ()
+        # JOIN ... USING (c): c equals the same column of the table before it.
+        links += tuple((c.name, sources[-1].alias, c.name) for c in using if sources)
         sources.append(_Source(alias, item.name, links))
     return sources
 
@@ -277,15 +350,22 @@ def _step(value: object):
 # -- editing the variant ----------------------------------------------------------------------
 
 
-def _plant_scope(conn: sqlite3.Connection, scope: _Scope, rng: random.Random) -> int:
+def _plant_scope(conn: sqlite3.Connection, scope: _Scope, rng: random.Random,
+                 kept: dict[str, set[int]]) -> int:
+    """Write the scope's witness tuples; the rowids of those meeting every condition go
+    into `kept` (by table)."""
     columns = {s.alias: _table_columns(conn, s.table) for s in scope.sources}
     if any(cols is None for cols in columns.values()):
         return 0  # an unknown table or one WITHOUT ROWID
     conditions = [c for c in (_placed(c, scope, columns) for c in scope.conditions) if c]
-    if not conditions:
-        return 0
+    if scope.conditions and not conditions:
+        return 0  # the filters name columns the tables do not have
     join_columns = {(s.alias, own.lower()) for s in scope.sources for own, _, _ in s.links}
     join_columns |= {(a, c.lower()) for s in scope.sources for _, a, c in s.links}
+    pinned: dict[str, list[tuple[str, object]]] = {}
+    for c in conditions:
+        if (c.alias, c.column.lower()) in join_columns and c.hit is not None:
+            pinned.setdefault(c.alias, []).append((c.column, c.hit))
     conditions = [c for c in conditions if (c.alias, c.column.lower()) not in join_columns]
     fewest, most = (scope.limit, scope.limit + 2) if scope.limit else _SATISFYING
     plans = [None] * rng.randint(fewest, most)  # None: miss nothing
@@ -297,7 +377,7 @@ def _plant_scope(conn: sqlite3.Connection, scope: _Scope, rng: random.Random) ->
     group_values: list[object] | None = None
     written = 0
     for n, missed in enumerate(plans):
-        rows = _joined_tuple(conn, scope, rng)
+        rows = _joined_tuple(conn, scope, rng, pinned)
         if rows is None:
             continue
         for i, condition in enumerate(conditions):
@@ -315,11 +395,99 @@ def _plant_scope(conn: sqlite3.Connection, scope: _Scope, rng: random.Random) ->
             else:
                 for group, value in zip(groups, group_values):
                     _set(conn, scope, rows, group.alias, group.column, value)
+            taken = {(c.alias, c.column.lower()) for c in conditions} | join_columns
+            taken |= {(g.alias, g.column.lower()) for g in groups}
+            for argument in scope.aggregated:
+                _reach(conn, scope, rows, argument, _SPREAD[n % len(_SPREAD)], taken, columns)
+        if missed is None:
+            for source in scope.sources:
+                kept.setdefault(source.table, set()).add(rows[source.alias])
         if n == 0:
             for source in scope.sources:
-                _duplicate(conn, source.table, rows[source.alias])
+                copy = _duplicate(conn, source.table, rows[source.alias])
+                if copy is not None:
+                    kept[source.table].add(copy)
         written += 1
+    # A formula compared with a number gets tuples on which it equals the number, and lies
+    # half a unit above and below it: `>` against `>=`, and the number changed by one, part.
+    taken = {(c.alias, c.column.lower()) for c in conditions} | join_columns
+    for formula in scope.formulas:
+        for goal in (formula.target, formula.target + 0.5, formula.target - 0.5):
+            rows = _joined_tuple(conn, scope, rng, pinned)
+            if rows is None:
+                break
+            for condition in conditions:
+                _set(conn, scope, rows, condition.alias, condition.column, condition.hit)
+            _reach(conn, scope, rows, formula, goal, taken, columns)
+            for source in scope.sources:
+                kept.setdefault(source.table, set()).add(rows[source.alias])
+            written += 1
     return written
+
+
+def _reach(conn, scope: _Scope, rows: dict[str, int], formula: _Formula, goal: float,
+           taken: set[tuple[str, str]], columns: dict[str, set[str]]) -> bool:
+    """Give the formula's columns values on which it equals `goal`: exactly, from a small grid
+    of round numbers, or else by solving for its last column (a secant step, exact for the
+    linear and proportional formulas queries use)."""
+    places = []
+    for alias, column in dict.fromkeys(formula.columns):
+        placed = _placed(Condition(alias, column, None, None), scope, columns)
+        if placed is None or (placed.alias, placed.column.lower()) in taken:
+            return False
+        places.append((placed.alias, placed.column))
+    for values in itertools.product(_grid(goal), repeat=len(places)):
+        if _evaluate(conn, formula, dict(zip(places, values))) == goal:
+            for (alias, column), v in zip(places, values):
+                _set(conn, scope, rows, alias, column, v)
+            return True
+    fixed = {p: _value(conn, scope, rows, *p) for p in places[:-1]}
+    if any(not isinstance(v, (int, float)) for v in fixed.values()):
+        return False
+    last = places[-1]
+    e1, e2 = (_evaluate(conn, formula, {**fixed, last: x}) for x in (1, 2))
+    if e1 is None or e2 is None or e1 == e2:
+        return False
+    x = 1 + (goal - e1) / (e2 - e1)
+    reached = _evaluate(conn, formula, {**fixed, last: x})
+    if reached is None or abs(reached - goal) > 1e-9 * max(1.0, abs(goal)):
+        return False
+    for (alias, column), v in {**fixed, last: x}.items():
+        _set(conn, scope, rows, alias, column, v)
+    return True
+
+
+def _evaluate(conn: sqlite3.Connection, formula: _Formula,
+              assigned: dict[tuple[str, str], object]) -> float | None:
+    """The formula's value with its columns replaced by the assigned numbers."""
+    expr = formula.expr.copy()
+    for node in list(expr.find_all(exp.Column)):
+        key = next(((a, c) for (a, c) in assigned if c.lower() == node.name.lower()
+                    and (not node.table or node.table.lower() == a)), None)
+        if key is None:
+            return None
+        number = assigned[key]
+        literal = exp.Literal.number(repr(float(number)) if isinstance(number, float) else number)
+        node.replace(exp.Paren(this=literal) if float(number) < 0 else literal)
+    try:
+        (value,) = conn.execute(f"SELECT {expr.sql(dialect='sqlite')}").fetchone()
+    except sqlite3.DatabaseError:
+        return None
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def _grid(target: float) -> list[float | int]:
+    """Round numbers and the target's own multiples: enough for ratios and percentages."""
+    values = [1, 2, 4, 5, 10, 20, 50, 100, 1000, target, target * 10, target * 100, target / 10,
+              target * 2, target / 2]
+    if target:
+        values += [100 / target, 1 / target]
+    numbers = []
+    for v in values:
+        v = int(v) if float(v).is_integer() else v
+        if v not in numbers:
+            numbers.append(v)
+    return numbers
 
 
 def _set(conn, scope: _Scope, rows: dict[str, int], alias: str, column: str, value) -> None:
@@ -327,9 +495,9 @@ def _set(conn, scope: _Scope, rows: dict[str, int], alias: str, column: str, val
     _try(conn, f'UPDATE "{table}" SET "{column}" = ? WHERE rowid = ?', (value, rows[alias]))
 
 
-def _duplicate(conn: sqlite3.Connection, table: str, rowid: int) -> None:
+def _duplicate(conn: sqlite3.Connection, table: str, rowid: int) -> int | None:
     """Insert a copy of the row without its key and unique columns (they get new values or
-    NULL), so a join through its references still finds it."""
+    NULL), so a join through its references still finds it; return the copy's rowid."""
     info = conn.execute(f'PRAGMA table_info("{table}")').fetchall()
     unique = {c for c in _primary_key(conn, table)}
     for index in conn.execute(f'PRAGMA index_list("{table}")').fetchall():
@@ -337,9 +505,14 @@ def _duplicate(conn: sqlite3.Connection, table: str, rowid: int) -> None:
             unique |= {r[2].lower() for r in conn.execute(f'PRAGMA index_info("{index[1]}")')
                        if r[2] is not None}
     names = ", ".join(f'"{r[1]}"' for r in info if r[1].lower() not in unique)
-    if names:
-        _try(conn, f'INSERT INTO "{table}" ({names}) SELECT {names} FROM "{table}" '
-                   f"WHERE rowid = ?", (rowid,))
+    if not names:
+        return None
+    try:
+        cursor = conn.execute(f'INSERT INTO "{table}" ({names}) SELECT {names} FROM "{table}" '
+                              f"WHERE rowid = ?", (rowid,))
+    except sqlite3.DatabaseError:
+        return None
+    return cursor.lastrowid
 
 
 def _table_columns(conn: sqlite3.Connection, table: str) -> set[str] | None:
@@ -362,22 +535,29 @@ def _placed(condition: Condition, scope: _Scope, columns: dict[str, set[str]]) -
     return None
 
 
-def _joined_tuple(conn: sqlite3.Connection, scope: _Scope, rng: random.Random) -> dict | None:
-    """A rowid per alias such that the join equalities hold, editing references if needed."""
+def _joined_tuple(conn: sqlite3.Connection, scope: _Scope, rng: random.Random,
+                  pinned: dict[str, list[tuple[str, object]]] | None = None) -> dict | None:
+    """A rowid per alias such that the join equalities hold, editing references if needed.
+    `pinned`: alias -> (column, value) its row must have (a filter on a join column, such as
+    `cars.car_id = 1`, which cannot be written without breaking the join)."""
     chosen: dict[str, int] = {}
+    pinned = pinned or {}
     for source in scope.sources:
         table = f'"{source.table}"'
         if source.alias in chosen:  # a table joined twice under one name: nothing to add
             continue
+        fixed = pinned.get(source.alias, [])
         wanted = [(own, _value(conn, scope, chosen, alias, col)) for own, alias, col in source.links]
-        where = " AND ".join(f'"{own}" = ?' for own, _ in wanted) or "1"
+        where = " AND ".join(f'"{own}" = ?' for own, _ in [*wanted, *fixed]) or "1"
         found = [r[0] for r in conn.execute(
             f"SELECT rowid FROM {table} WHERE {where} LIMIT {_CANDIDATES}",
-            [v for _, v in wanted])]
+            [v for _, v in [*wanted, *fixed]])]
         if found:
             chosen[source.alias] = rng.choice(found)
             continue
-        found = [r[0] for r in conn.execute(f"SELECT rowid FROM {table} LIMIT {_CANDIDATES}")]
+        where = " AND ".join(f'"{own}" = ?' for own, _ in fixed) or "1"
+        found = [r[0] for r in conn.execute(f"SELECT rowid FROM {table} WHERE {where} "
+                                            f"LIMIT {_CANDIDATES}", [v for _, v in fixed])]
         if not found:
             return None
         rowid = chosen[source.alias] = rng.choice(found)
