@@ -290,3 +290,14 @@ def test_the_command_line_prints_the_grounds(capsys) -> None:
     assert "'EBITDA' -> ref_data_item.data_item_id = 4051  (ref_data_item row 'EBITDA', lookup agent)" in shown
     assert "company row 'Ashcombe Marsh plc', 97% name match" in shown
     assert "table financial_period: bridge: joins" in shown and "example (lexical): What was X?" in shown
+
+
+def test_ablations_are_evaluation_configurations() -> None:
+    from groundsql.evaluation.configs import parse_config
+
+    config = parse_config("grounded:lookup=false,schema_linking=off,k=2,pack=/packs", Settings())
+    grounded = config.settings.grounded
+    assert (grounded.lookup, grounded.schema_linking, grounded.retrieval, grounded.k) == (False, False, True, 2)
+    assert str(grounded.pack) == "/packs" and config.strategy == "grounded"
+    with pytest.raises(ConfigError, match="unknown option 'lokup'"):
+        parse_config("grounded:lokup=false", Settings())
