@@ -232,7 +232,7 @@ def test_schema_linking_adds_bridges_and_reports_the_unconnectable(demo) -> None
 def test_entity_linking_finds_names_typos_and_misses(demo) -> None:
     index = EntityIndex.build(demo, [EntityTable(table="company", key="company_id",
                                                  names=("company_name",), kind="company")],
-                              known_words=["Germany", "Total Revenue", "EBITDA"])
+                              known_words=["Germany", "Total Revenue", "EBITDA", "Swiss Franc"])
     matches, unresolved = index.link("Compare the EBITDA of Ashcombe Marsh and Aurora Therapeutics plc")
     assert {m.name for m in matches} == {"Ashcombe Marsh plc", "Aurora Therapeutics plc"}
     assert all(m.confidence == 1.0 for m in matches) and unresolved == []
@@ -240,6 +240,8 @@ def test_entity_linking_finds_names_typos_and_misses(demo) -> None:
     assert matches[0].name == "Albion Technologies Limited" and 0.9 < matches[0].confidence < 1.0
     matches, unresolved = index.link("How many companies are headquartered in Germany?")
     assert matches == [] and unresolved == []
+    # Calendar words, and words of values the data holds, are no unknown entities.
+    assert index.link("Volume of Ashcombe Marsh in March 2023, in Swiss francs?")[1] == []
     _, unresolved = index.link("What is the total revenue of Zyxcorp Quantum?")
     assert [u.mention for u in unresolved] == ["Zyxcorp Quantum"] and unresolved[0].confidence < 0.7
     assert normalize_name("Acme Holdings, Inc.") == "acme holdings"

@@ -30,6 +30,12 @@ _TOKEN = re.compile(r"[\w&.'-]+", re.UNICODE)
 _LEGAL_SUFFIXES = re.compile(
     r"\s+(limited|ltd|plc|inc|incorporated|corp|corporation|co|llc|ag|gmbh|sa|sas|s\.a|se|nv|"
     r"n\.v|bv|b\.v|spa|s\.p\.a|ab|asa|oyj|kk|pty)\.?$", re.IGNORECASE)
+# Capitalised words that name no entity: calendar words, and the words that start questions.
+_CALENDAR = frozenset("""
+january february march april may june july august september october november december
+jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday friday
+saturday sunday q1 q2 q3 q4 h1 h2 fy ytd ltm
+""".split())
 _QUESTION_WORDS = frozenset("""
 what which who whom whose when where why how list show give find name count tell is are was were
 do does did the a an in on of for by to from with and or per each all any total average between
@@ -87,7 +93,8 @@ class EntityIndex:
                  threshold: float = 0.85, num_perm: int = 64) -> None:
         self.names = tuple(names)
         self.threshold = threshold
-        self.known = {normalize_name(w) for w in known_words if str(w).strip()}
+        self.known = {normalize_name(w) for w in known_words if str(w).strip()} | _CALENDAR
+        self._known_parts = {part for phrase in self.known for part in phrase.split()}
         self._num_perm = num_perm
         self._lsh = MinHashLSH(threshold=0.3, num_perm=num_perm)
         for i, entry in enumerate(self.names):
@@ -175,8 +182,8 @@ class EntityIndex:
             plain = normalize_name(mention)
             if plain in self.known or len(plain) < 3 or mention.isupper():
                 continue
-            if any(w in self.known for w in plain.split()) and len(span) == 1:
-                continue
+            if all(w in self._known_parts for w in plain.split()):
+                continue  # "Swiss" of "Swiss Franc", "United States": words the data uses
             closest = process.extractOne(plain, self._plain, scorer=fuzz.ratio) if self.names else None
             if closest is None:
                 unresolved.append(Unresolved(mention, None, None, 0.0))
