@@ -303,3 +303,29 @@ def test_ablations_are_evaluation_configurations() -> None:
     assert str(grounded.pack) == "/packs" and config.strategy == "grounded"
     with pytest.raises(ConfigError, match="unknown option 'lokup'"):
         parse_config("grounded:lokup=false", Settings())
+
+
+def test_evaluation_over_many_databases_takes_each_its_own_drafted_pack(tmp_path: Path) -> None:
+    """`grounded:pack=DIR` with one `groundsql init` draft per database, as on Spider."""
+    from groundsql.evaluation.configs import parse_config
+    from groundsql.evaluation.runner import EvalRun, load_records
+    from groundsql.evaluation.datasets import EvalItem
+    from groundsql.packs.draft import draft_pack
+    from tests.conftest import spider_db
+    from tests.test_eval_run import EVAL
+
+    db_path = spider_db("concert_singer")
+    with Database(f"sqlite:///{db_path}") as db:
+        draft_pack(db, tmp_path / "packs" / "concert_singer")
+    item = EvalItem(item_id="t/1", db_id="concert_singer", db_url=f"sqlite:///{db_path}",
+                    question="How many singers are from France?",
+                    gold_sql="SELECT count(*) FROM singer WHERE country = 'France'")
+    llm = ByPrompt(link='{"tables": ["singer"], "reason": "singers"}',
+                   generate="```sql\nSELECT count(*) FROM singer WHERE country = 'France'\n```")
+    config = parse_config(f"grounded:pack={tmp_path / 'packs'},embeddings=false", EVAL)
+    EvalRun(items=[item], configs=[config], out_dir=tmp_path / "run", llm=llm).run()
+    (record,) = load_records(tmp_path / "run" / "results.jsonl")
+    assert record["ex"] is True, record["error"]
+    # The draft has no reference tables: no lookup call; "France" is a known value, no entity.
+    assert llm.stages() == ["link", "generate"]
+    assert "concert_singer database" in llm.requests[0].messages[0].content
