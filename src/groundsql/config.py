@@ -100,6 +100,7 @@ class GroundedConfig(_Frozen):
     entity_linking: bool = True  # names -> keys of entity tables
     retrieval: bool = True  # similar solved questions from the pack's query bank
     schema_linking: bool = True  # the model picks tables; the FK graph adds bridge tables
+    link_above_tables: int = Field(8, ge=0)  # a schema this small is shown whole, unlinked
     reflection: bool = True  # retry on an execution error or an unexpected empty result
     k: int = Field(3, ge=0, le=20)  # examples retrieved
     embeddings: bool = True  # retrieve by embedding when available, else lexically

@@ -70,8 +70,10 @@ def grounded(question: str, ctx: Context) -> Answer:
         constraints = lookup.result() if lookup else []
         examples = retrieval.result() if retrieval else []
         linking = pool.submit(_link_entities, ctx, domain, question, trace) if cfg.entity_linking else None
+        # Linking narrows a big schema; a small one is shown whole (no call, nothing to lose).
+        small = len(domain.schema.tables) <= cfg.link_above_tables
         schema_link = pool.submit(_link_schema, ctx, domain, question, constraints, trace) \
-            if cfg.schema_linking else None
+            if cfg.schema_linking and not small else None
         entities, unresolved = linking.result() if linking else ([], [])
         linked, why = schema_link.result() if schema_link else _whole_schema(domain)
     constraints = constraints + [_entity_constraint(m) for m in entities]
@@ -325,7 +327,7 @@ def _link_schema(ctx: Context, domain: _Domain, question: str, constraints: list
 def _whole_schema(domain: _Domain) -> tuple[LinkedSchema, dict[str, str]]:
     tables = tuple(t.name for t in domain.schema.tables)
     joins = tuple(sorted((j for _, _, d in domain.graph.edges(data=True) for j in d["joins"]), key=str))
-    return LinkedSchema(tables, (), joins), {t: "schema linking off: every table" for t in tables}
+    return LinkedSchema(tables, (), joins), {t: "the whole schema is shown" for t in tables}
 
 
 def _entity_constraint(match: EntityMatch) -> Constraint:
@@ -359,6 +361,7 @@ def _generation_request(ctx: Context, domain: _Domain, question: str, linked: Li
         grounds=_grounds_text(constraints),
         examples=f"Solved examples:\n\n{shown}" if shown else "",
         dialect=ctx.dialect_label,
+        filters=" Filter on the resolved values above, not on names or labels." if constraints else "",
         question=question.strip(),
     )
     llm = ctx.settings.llm
