@@ -331,3 +331,23 @@ def test_evaluation_over_many_databases_takes_each_its_own_drafted_pack(tmp_path
     assert llm.stages() == ["generate"]
     assert "Filter on the resolved values" not in llm.requests[0].messages[-1].content
     assert "concert_singer database" in llm.requests[0].messages[0].content
+
+
+def test_a_table_name_in_the_singular_is_no_unknown_entity(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "flights.sqlite"
+    with sqlite3.connect(path) as con:
+        con.executescript("CREATE TABLE airports (code TEXT PRIMARY KEY, AirportName TEXT);"
+                          "INSERT INTO airports VALUES ('APG', 'Phillips AAF');")
+    con.close()
+    folder = tmp_path / "pack"
+    folder.mkdir()
+    (folder / "pack.yaml").write_text("name: flights\nentities:\n  - table: airports\n    key: code\n"
+                                      "    names: [AirportName]\n    kind: airport\n")
+    llm = ByPrompt(generate="```sql\nSELECT code FROM airports WHERE code = 'APG'\n```")
+    settings = Settings.model_validate({"grounded": {"pack": str(folder), "embeddings": False}})
+    with Database(f"sqlite:///{path}") as db:
+        answer = get_strategy("grounded")("Which Airport has the code APG?",
+                                          Context(db=db, llm=llm, settings=settings))
+    assert answer.ok, answer.error

@@ -173,8 +173,10 @@ def _known_words(ctx: Context, pack: DomainPack, schema: Schema) -> list[str]:
     words: list[str] = []
     names = {(e.table.lower(), n.lower()) for e in pack.entities for n in e.names}
     for table in schema.tables:
-        words += [table.name, *table.name.split("_"), *(c.name for c in table.columns)]
-        words += [w for c in table.columns for w in c.name.split("_")]
+        names = [table.name, *table.name.split("_"), *(c.name for c in table.columns)]
+        names += [w for c in table.columns for w in c.name.split("_")]
+        # "airport" of the table airports: the singular is a schema word too.
+        words += names + [n[:-1] for n in names if n.lower().endswith("s") and len(n) > 3]
         for column in table.columns:
             textual = any(t in column.type.upper() for t in ("CHAR", "TEXT", "CLOB", "STRING")) \
                 or not column.type
