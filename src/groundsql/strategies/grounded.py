@@ -71,7 +71,7 @@ def grounded(question: str, ctx: Context) -> Answer:
         examples = retrieval.result() if retrieval else []
         linking = pool.submit(_link_entities, ctx, domain, question, trace) if cfg.entity_linking else None
         # Linking narrows a big schema; a small one is shown whole (no call, nothing to lose).
-        small = len(domain.schema.tables) <= cfg.link_above_tables
+        small = _small(ctx, domain.schema)
         schema_link = pool.submit(_link_schema, ctx, domain, question, constraints, trace) \
             if cfg.schema_linking and not small else None
         entities, unresolved = linking.result() if linking else ([], [])
@@ -192,8 +192,13 @@ def _known_words(ctx: Context, pack: DomainPack, schema: Schema) -> list[str]:
 def _domain_text(ctx: Context, pack: DomainPack, schema: Schema) -> str:
     about = "" if pack.description.upper().startswith("TODO") else pack.description
     lines = [f"You are an expert data analyst who writes {ctx.dialect_label} SQL for the "
-             f"{pack.name} database. {about}".strip(), "", "Tables (columns):"]
-    for table in schema.tables:
+             f"{pack.name} database. {about}".strip(), ""]
+    if _small(ctx, schema):  # shown whole, once, in full detail
+        gen = ctx.settings.generation
+        lines.append(render_schema(schema, gen.schema_format, with_examples=gen.with_examples))
+    else:
+        lines.append("Tables (columns):")
+    for table in schema.tables if not _small(ctx, schema) else ():
         about = f" - {table.description}" if table.description and not \
             table.description.upper().startswith("TODO") else ""
         lines.append(f"- {table.name}{about} ({', '.join(c.name for c in table.columns)})")
@@ -326,6 +331,10 @@ def _link_schema(ctx: Context, domain: _Domain, question: str, constraints: list
     return linked, named
 
 
+def _small(ctx: Context, schema: Schema) -> bool:
+    return len(schema.tables) <= ctx.settings.grounded.link_above_tables
+
+
 def _whole_schema(domain: _Domain) -> tuple[LinkedSchema, dict[str, str]]:
     tables = tuple(t.name for t in domain.schema.tables)
     joins = tuple(sorted((j for _, _, d in domain.graph.edges(data=True) for j in d["joins"]), key=str))
@@ -355,11 +364,14 @@ def _generation_request(ctx: Context, domain: _Domain, question: str, linked: Li
                         constraints: list[Constraint], examples: list[Example]) -> ChatRequest:
     schema = domain.schema.restrict(linked.tables)
     gen = ctx.settings.generation
+    whole = _small(ctx, domain.schema) and len(linked.tables) == len(domain.schema.tables)
     shown = "".join(f"Question: {e.question}\nSQL: {e.sql}\n\n" for e in examples)
     request = load_prompt("grounded_generate").request(
         domain=domain.text,
-        linked=render_schema(schema, gen.schema_format, with_examples=gen.with_examples),
-        joins="\n".join(f"- {j}" for j in linked.joins) or "- (one table: no joins)",
+        linked=("every table of the schema above" if whole else
+                render_schema(schema, gen.schema_format, with_examples=gen.with_examples)),
+        joins=("its foreign keys" if whole else
+               "\n".join(f"- {j}" for j in linked.joins) or "- (one table: no joins)"),
         grounds=_grounds_text(constraints),
         examples=f"Solved examples:\n\n{shown}" if shown else "",
         dialect=ctx.dialect_label,
