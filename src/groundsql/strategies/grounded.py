@@ -196,12 +196,12 @@ def _domain_text(ctx: Context, pack: DomainPack, schema: Schema) -> str:
     if _small(ctx, schema):  # shown whole, once, in full detail
         gen = ctx.settings.generation
         lines.append(render_schema(schema, gen.schema_format, with_examples=gen.with_examples))
-    else:
+    else:  # an overview; the tables a question needs are shown in full in its own turn
         lines.append("Tables (columns):")
-    for table in schema.tables if not _small(ctx, schema) else ():
-        about = f" - {table.description}" if table.description and not \
-            table.description.upper().startswith("TODO") else ""
-        lines.append(f"- {table.name}{about} ({', '.join(c.name for c in table.columns)})")
+        for table in schema.tables:
+            drafted = table.description.upper().startswith("TODO")
+            about = f" - {table.description}" if table.description and not drafted else ""
+            lines.append(f"- {table.name}{about} ({', '.join(c.name for c in table.columns)})")
     if pack.references:
         lines += ["", "Reference tables (a concept's id -> its label):"]
         for ref in pack.references:
@@ -306,10 +306,6 @@ def _link_schema(ctx: Context, domain: _Domain, question: str, constraints: list
         chosen = answer.get("tables", []) if isinstance(answer, dict) else []
         chosen = [str(t) for t in chosen if isinstance(t, str)]
         reason = str(answer.get("reason", "")) if isinstance(answer, dict) else ""
-        for column in answer.get("columns", []) if isinstance(answer, dict) else []:
-            table = str(column).split(".", 1)[0]
-            if "." in str(column) and table not in chosen:
-                chosen.append(table)
         why = {}
         for table in chosen:
             why[table.lower()] = f"chosen by the model: {reason}" if reason else "chosen by the model"
