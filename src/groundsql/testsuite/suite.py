@@ -38,7 +38,7 @@ from groundsql.testsuite.distill import distill
 from groundsql.testsuite.filler import FillPlan, fill_variants
 from groundsql.testsuite.literals import Schema, near_values, query_literals
 from groundsql.testsuite.mutations import Keys, mutations
-from groundsql.testsuite.witness import plant_witnesses
+from groundsql.testsuite.witness import plant_witnesses, unique_keys
 
 _MANIFEST = "suite.json"
 _VERSION = 3  # bump when the construction changes, so cached suites are rebuilt
@@ -207,15 +207,8 @@ def _columns(source: Path) -> tuple[Schema, Keys]:
     with closing(conn):
         tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
         for table in (t for t in tables if not t.startswith("sqlite_")):
-            info = conn.execute(f'PRAGMA table_info("{table}")').fetchall()
-            schema[table.lower()] = [r[1] for r in info]
-            primary = tuple(r[1] for r in sorted(info, key=lambda r: r[5]) if r[5])
-            unique = [primary] if primary else []
-            for index in conn.execute(f'PRAGMA index_list("{table}")'):
-                if index[2]:  # unique
-                    named = conn.execute(f'PRAGMA index_info("{index[1]}")').fetchall()
-                    unique.append(tuple(r[2] for r in named if r[2] is not None))
-            keys[table.lower()] = unique
+            schema[table.lower()] = [r[1] for r in conn.execute(f'PRAGMA table_info("{table}")')]
+            keys[table.lower()] = unique_keys(conn, table)
     return schema, keys
 
 

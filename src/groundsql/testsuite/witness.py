@@ -499,11 +499,7 @@ def _duplicate(conn: sqlite3.Connection, table: str, rowid: int) -> int | None:
     """Insert a copy of the row without its key and unique columns (they get new values or
     NULL), so a join through its references still finds it; return the copy's rowid."""
     info = conn.execute(f'PRAGMA table_info("{table}")').fetchall()
-    unique = {c for c in _primary_key(conn, table)}
-    for index in conn.execute(f'PRAGMA index_list("{table}")').fetchall():
-        if index[2]:
-            unique |= {r[2].lower() for r in conn.execute(f'PRAGMA index_info("{index[1]}")')
-                       if r[2] is not None}
+    unique = {c.lower() for key in unique_keys(conn, table) for c in key}
     names = ", ".join(f'"{r[1]}"' for r in info if r[1].lower() not in unique)
     if not names:
         return None
@@ -584,6 +580,18 @@ def _repoint(conn, scope: _Scope, chosen: dict[str, int], alias: str, column: st
     value = _value(conn, scope, chosen, source.alias, own)
     return _try(conn, f'UPDATE "{earlier.table}" SET "{column}" = ? WHERE rowid = ?',
                 (value, chosen[alias]))
+
+
+def unique_keys(conn: sqlite3.Connection, table: str) -> list[tuple[str, ...]]:
+    """The table's unique column sets: its primary key, then each UNIQUE index."""
+    info = conn.execute(f'PRAGMA table_info("{table}")').fetchall()
+    primary = tuple(r[1] for r in sorted(info, key=lambda r: r[5]) if r[5])
+    keys = [primary] if primary else []
+    for index in conn.execute(f'PRAGMA index_list("{table}")').fetchall():
+        if index[2]:  # unique
+            named = conn.execute(f'PRAGMA index_info("{index[1]}")').fetchall()
+            keys.append(tuple(r[2] for r in named if r[2] is not None))
+    return keys
 
 
 def _primary_key(conn: sqlite3.Connection, table: str) -> set[str]:
