@@ -20,7 +20,7 @@ import pytest
 import groundsql
 from groundsql.config import LLMConfig, Settings
 from groundsql.demo import DEMO_QUESTIONS
-from tests.conftest import REPO, SPIDER, spider_db
+from tests.conftest import SPIDER, spider_db
 
 pytestmark = pytest.mark.model
 MODEL = "qwen2.5-coder-0.5b"

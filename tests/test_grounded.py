@@ -19,6 +19,7 @@ from groundsql.packs.load import check_pack, load_pack
 from groundsql.packs.model import EntityTable, ReferenceTable
 from groundsql.schema.linking import connect
 from groundsql.strategies import Context, get_strategy
+from tests.conftest import spider_db
 
 PACK_YAML = """\
 name: findemo-test
@@ -157,6 +158,12 @@ def test_grounded_end_to_end_shows_its_grounds(demo, pack_dir) -> None:
     assert "company.company_id = " in generate and "ref_data_item.data_item_id = 28" in generate
     assert "price_daily" not in generate.split("Question:")[0]  # an unlinked table is left out
     assert json.dumps(answer.to_dict())  # the grounds are JSON-ready
+    # Structured outputs are held to the real names by the grammar, and bounded.
+    pick, = (r for r in llm.requests if "Which reference tables" in r.messages[-1].content)
+    listed = pick.json_schema["properties"]["tables"]
+    assert listed["items"]["enum"] == ["ref_data_item", "ref_period_type"] and listed["maxItems"] >= 1
+    link, = (r for r in llm.requests if "Which tables does" in r.messages[-1].content)
+    assert "price_daily" in link.json_schema["properties"]["tables"]["items"]["enum"]
 
 
 def test_an_unknown_entity_is_reported_not_invented(demo, pack_dir) -> None:
@@ -168,7 +175,7 @@ def test_an_unknown_entity_is_reported_not_invented(demo, pack_dir) -> None:
     assert "generate" not in llm.stages()
 
 
-def test_an_empty_result_gets_one_reflection(demo, pack_dir) -> None:
+def test_an_empty_result_from_a_missing_value_gets_one_reflection(demo, pack_dir) -> None:
     empty = REVENUE_SQL.replace("2023", "1890")
     ashcombe = company_id(demo, "Ashcombe Marsh")
     good = REVENUE_SQL.replace("9226005", str(ashcombe))
@@ -176,12 +183,26 @@ def test_an_empty_result_gets_one_reflection(demo, pack_dir) -> None:
     answer = run(demo, pack_dir, "What was the annual revenue of Ashcombe Marsh in 2023?", llm)
     assert answer.ok and answer.rows and "2023" in answer.sql
     assert llm.stages().count("generate") == 2
-    assert "returned no rows" in llm.requests[-1].messages[-1].content
+    told = llm.requests[-1].messages[-1].content
+    assert "financial_period.fiscal_year = 1890 matches no row" in told
+    assert "closest values in fiscal_year: 2019" in told  # the nearest years in the data
     # Without reflection the empty result stands.
     llm = scripted(generate=[f"```sql\n{empty}\n```", f"```sql\n{good}\n```"])
     answer = run(demo, pack_dir, "What was the annual revenue of Ashcombe Marsh in 2023?", llm,
                  reflection=False)
     assert answer.ok and answer.rows == () and llm.stages().count("generate") == 1
+
+
+def test_an_empty_result_whose_values_all_exist_stands(demo, pack_dir) -> None:
+    # Every value exists; only their combination matches nothing: a true empty answer.
+    ashcombe = company_id(demo, "Ashcombe Marsh")
+    empty = REVENUE_SQL.replace("9226005", str(ashcombe)).replace(
+        "fd.data_item_id = 28", "fd.data_item_id = 28 AND fd.data_value < -1e15")
+    llm = scripted(generate=[f"```sql\n{empty}\n```", "```sql\nSELECT 1\n```"])
+    answer = run(demo, pack_dir, "What was the annual revenue of Ashcombe Marsh in 2023?", llm)
+    assert answer.ok and answer.rows == () and llm.stages().count("generate") == 1
+    check = next(s for s in answer.steps if s.name == "check filter values")
+    assert check.detail["missing"] == []
 
 
 def test_ablations_switch_stages_off(demo, pack_dir) -> None:
@@ -192,6 +213,9 @@ def test_ablations_switch_stages_off(demo, pack_dir) -> None:
     assert llm.stages() == ["generate"]
     assert answer.grounds["constraints"] == [] and answer.grounds["examples"] == []
     assert len(answer.grounds["tables"]) == len(demo.introspect().tables)  # the whole schema
+    # ... as the shared overview only: no table is rendered in detail for generation.
+    generate = llm.requests[-1].messages[-1].content
+    assert "every table listed above" in generate and "# Table:" not in generate
 
 
 def test_a_pack_with_a_mistake_names_file_line_and_field(pack_dir, demo) -> None:
@@ -229,6 +253,16 @@ def test_schema_linking_adds_bridges_and_reports_the_unconnectable(demo) -> None
     assert connect(schema, ["company"]).joins == ()
 
 
+def test_schema_linking_on_a_schema_in_unconnected_parts() -> None:
+    # flight_2: airlines has no foreign key, so the join graph has two parts.
+    schema = Database(f"sqlite:///{spider_db('flight_2')}").introspect()
+    linked = connect(schema, ["flights", "airports", "airlines"])
+    assert set(linked.tables) == {"flights", "airports", "airlines"}
+    assert linked.unconnected == ("airlines",)
+    assert {str(j) for j in linked.joins} == {"flights.DestAirport = airports.AirportCode",
+                                              "flights.SourceAirport = airports.AirportCode"}
+
+
 def test_entity_linking_finds_names_typos_and_misses(demo) -> None:
     index = EntityIndex.build(demo, [EntityTable(table="company", key="company_id",
                                                  names=("company_name",), kind="company")],
@@ -245,6 +279,19 @@ def test_entity_linking_finds_names_typos_and_misses(demo) -> None:
     _, unresolved = index.link("What is the total revenue of Zyxcorp Quantum?")
     assert [u.mention for u in unresolved] == ["Zyxcorp Quantum"] and unresolved[0].confidence < 0.7
     assert normalize_name("Acme Holdings, Inc.") == "acme holdings"
+    # Capitalised words that are no names: nationality adjectives, abbreviations, sentence
+    # starts, searched-for patterns, hyphenated words of known values.
+    for question, unknown in [
+        ("What is the average age of the French singers?", []),
+        ("List the German companies.", []),
+        ("How many M&A deals closed? Order by year.", []),
+        ("List the IDs of all companies.", []),
+        ("Which companies have a name containing 'Quantum'?", []),
+        ("List the Germany-based companies.", []),
+        ("What did 'Zyxcorp Quantum' earn?", ["Zyxcorp Quantum"]),
+        ("Compare Zorblat with Ashcombe Marsh.", ["Zorblat"]),
+    ]:
+        assert [u.mention for u in index.link(question)[1]] == unknown, question
     people = EntityIndex.build(demo, [EntityTable(table="person", key="person_id",
                                                   names=("first_name", "last_name"), kind="person")])
     first, last = demo.execute("SELECT first_name, last_name FROM person LIMIT 1").rows[0]

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 import sqlglot
-from sqlglot import exp
 
 from groundsql.evaluation.execution_match import gold_orders
 from groundsql.testsuite.distill import Distillation, distill, kills

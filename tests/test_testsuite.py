@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from groundsql.config import Settings
 from groundsql.evaluation.configs import parse_config
 from groundsql.evaluation.datasets import load_benchmark
 from groundsql.evaluation.runner import EvalRun, load_records

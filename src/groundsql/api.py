@@ -54,7 +54,7 @@ class Session:
 
     def run_sql(self, sql: str) -> QueryResult:
         """Run SQL of your own through the same validator and read-only connection."""
-        from groundsql.strategies.context import run_validated
+        from groundsql.safety import run_validated
 
         return run_validated(self.db, sql, self.settings.safety)[1]
 

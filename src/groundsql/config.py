@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 def data_home() -> Path:
@@ -109,6 +109,70 @@ class GroundedConfig(_Frozen):
     stop_on_unknown_entity: bool = True  # a name that matches nothing: say so, do not guess
 
 
+class CompressionConfig(_Frozen):
+    """Schema compression (IESR 3.1, schema/compress.py): which tables and columns a question
+    keeps, by MinHash LSH on names and values and by embedding similarity."""
+
+    # Read when the index is built: LSH finds candidates loosely, rapidfuzz confirms them.
+    lsh_threshold: float = Field(0.3, gt=0.0, le=1.0)
+    num_perm: int = Field(64, ge=16, le=512)
+    values_per_column: int = Field(1000, ge=0)  # distinct text values indexed per column
+    # Read per question.
+    match_threshold: float = Field(0.85, gt=0.0, le=1.0)  # rapidfuzz ratio a match needs
+    embedding_weight: float = Field(0.5, ge=0.0, le=2.0)  # cosine's share of a column's score
+    table_threshold: float = Field(0.5, ge=0.0)  # a column (or table name) this salient keeps its table
+    column_threshold: float = Field(0.3, ge=0.0)  # a kept table's column this relevant is kept
+    max_columns: int = Field(40, ge=1)  # overall; keys that keep the schema joinable come on top
+    min_columns_per_table: int = Field(3, ge=1)
+    whole_below_columns: int = Field(30, ge=0)  # a schema with at most this many is kept whole
+    max_span_words: int = Field(6, ge=1, le=12)  # longest question span compared with values
+
+ACTIONS = ("equation_analysis", "schema_selection", "identify_columns", "entity_extraction",
+           "sql_generation", "sql_revision")
+
+
+class SearchConfig(_Frozen):
+    """The search strategy (IESR): understanding, schema compression, Monte Carlo Tree Search
+    over six actions with an execution self-consistency reward, trajectory selection. Every
+    switch is an ablation; the defaults keep a question under a tenth of IESR's 124 calls."""
+
+    understanding: bool = True  # the semantic state (one structured call) and its rule check
+    compression: bool = True  # schema compression; off: the whole schema
+    # The actions the tree may take ("+"-separated on the command line); SQL generation always.
+    actions: tuple[str, ...] = ACTIONS
+    rollouts: int = Field(6, ge=1, le=64)  # the search budget
+    root_samples: int = Field(2, ge=1, le=8)  # direct generations from the root (the first greedy)
+    exploration: float = Field(1.0, ge=0.0)  # UCT's constant c
+    depth: int = Field(6, ge=2, le=10)  # the longest trajectory, in actions
+    temperature: float = Field(0.7, ge=0.0, le=2.0)  # expansions after the first, greedy rollout
+    probe_variants: int = Field(2, ge=0, le=8)  # populated variants the reward executes on
+    discriminator: bool = True  # mask-and-complete check of the leading candidates
+    discriminated: int = Field(2, ge=1, le=8)  # how many leading candidates are checked
+    weights: tuple[float, float, float] = (0.4, 0.2, 0.4)  # Exec, DiscConf, ConsVote
+    early_stop: int = Field(3, ge=0)  # stop when this many trajectories agree (0: never)
+    max_calls: int = Field(12, ge=1, le=200)  # a hard cap per question
+    compression_settings: CompressionConfig = CompressionConfig()
+
+    @field_validator("actions", mode="before")
+    @classmethod
+    def _listed(cls, value: object) -> object:
+        if isinstance(value, str):
+            value = tuple(a.strip() for a in value.replace(",", "+").split("+") if a.strip())
+        unknown = [a for a in value if a not in ACTIONS] if isinstance(value, (list, tuple)) else []
+        if unknown:
+            raise ValueError(f"unknown action(s) {', '.join(unknown)} (known: {', '.join(ACTIONS)})")
+        if isinstance(value, (list, tuple)) and "sql_generation" not in value:
+            value = (*value, "sql_generation")
+        return value
+
+    @field_validator("weights")
+    @classmethod
+    def _weights(cls, value: tuple[float, float, float]) -> tuple[float, float, float]:
+        if any(w < 0 for w in value) or sum(value) <= 0:
+            raise ValueError("weights must be non-negative and not all zero")
+        return value
+
+
 class Settings(_Frozen):
     llm: LLMConfig = LLMConfig()
     database: DatabaseConfig = DatabaseConfig()
@@ -117,3 +181,4 @@ class Settings(_Frozen):
     few_shot: FewShotConfig = FewShotConfig()
     self_consistency: SelfConsistencyConfig = SelfConsistencyConfig()
     grounded: GroundedConfig = GroundedConfig()
+    search: SearchConfig = SearchConfig()

@@ -79,7 +79,7 @@ def _duckdb_catalog(db: "Database") -> list[_CatalogTable]:
     foreign: dict[str, list[ForeignKey]] = {}
     for table, kind, cols, ref_table, ref_cols in db.execute(
         "SELECT table_name, constraint_type, constraint_column_names, referenced_table, "
-        f"referenced_column_names FROM duckdb_constraints() WHERE schema_name = current_schema()",
+        "referenced_column_names FROM duckdb_constraints() WHERE schema_name = current_schema()",
         max_rows=100_000,
     ).rows:
         if kind == "PRIMARY KEY":

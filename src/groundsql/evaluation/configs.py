@@ -1,6 +1,7 @@
 """Evaluation configurations: a strategy plus settings, written on the command line as
 `NAME[:key=value,...]`, e.g. `zero-shot`, `zero-shot:format=ddl,examples=false`,
-`few-shot:k=3`, `self-consistency:k=5,temperature=0.7`, `grounded:lookup=false` (an ablation), or `gold` (the gold query scored
+`few-shot:k=3`, `self-consistency:k=5,temperature=0.7`, `grounded:lookup=false` (an ablation),
+`search:rollouts=8`, `search:actions=schema_selection+sql_revision`, or `gold` (the gold query scored
 against itself, the harness's own correctness check).
 
 Keys are short names (below) or dotted settings paths such as `generation.reflection_retries`.
@@ -32,6 +33,9 @@ _STRATEGY_KEYS = {  # `k` and `temperature` mean the strategy's own
     "grounded": {key: f"grounded.{key}" for key in (
         "k", "lookup", "entity_linking", "retrieval", "schema_linking", "reflection", "embeddings",
         "pack")},
+    "search": {key: f"search.{key}" for key in (
+        "understanding", "compression", "actions", "rollouts", "root_samples", "exploration", "depth",
+        "temperature", "probe_variants", "discriminator", "early_stop", "max_calls")},
 }
 
 

@@ -42,6 +42,27 @@ do does did the a an in on of for by to from with and or per each all any total 
 during since before after than top bottom highest lowest most least please i me my our we
 """.split())
 
+_NATIONALITIES = frozenset("french dutch greek swiss thai welsh danish irish scottish czech".split())
+_PUNCTUATION = " '\"`.,;:!?()[]"
+# Words before a quoted value that make it a pattern to search for rather than a name.
+_SEARCH_WORDS = re.compile(r"\b(contain\w*|substring|includ\w*|word|words|like|start\w*|begin\w*|"
+                           r"end\w*|letter\w*|pattern|having)\b[^'\"]*$", re.I)
+
+
+def _sentence_start(question: str, tokens, i: int) -> bool:
+    """The first word of the question or of a sentence in it (capitalised for that reason)."""
+    if i == 0:
+        return True
+    before = question[:tokens[i][1]].rstrip(" \t\n'\"")
+    return before.endswith((".", "?", "!", ":"))
+
+
+def _searched_for(question: str, start: int) -> bool:
+    """Whether the mention at `start` is quoted and follows a word such as "containing"."""
+    if question[start:start + 1] not in ("'", '"') and question[start - 1:start] not in ("'", '"'):
+        return False
+    return bool(_SEARCH_WORDS.search(question[:start]))
+
 
 @dataclass(frozen=True)
 class EntityMatch:
@@ -81,7 +102,7 @@ def normalize_name(name: str) -> str:
     return text
 
 
-def _shingles(text: str) -> set[bytes]:
+def shingles(text: str) -> set[bytes]:
     padded = f"  {text} "
     return {padded[i:i + 3].encode() for i in range(len(padded) - 2)}
 
@@ -119,9 +140,19 @@ class EntityIndex:
                         names.append(_Name(entity, column, key, name, plain))
         return cls(names, known_words, threshold)
 
+    def _known_part(self, word: str) -> bool:
+        return word in self._known_parts or (word.endswith("s") and word[:-1] in self._known_parts)
+
+    def _derived(self, word: str) -> bool:
+        """An adjective or plural made from a known word, or a nationality adjective."""
+        if word in _NATIONALITIES or word.endswith(("ish", "ese", "ian", "ean")):
+            return True
+        stem = max(4, len(word) - 3)
+        return len(word) > stem and any(k.startswith(word[:stem]) for k in self._known_parts)
+
     def _minhash(self, text: str) -> MinHash:
         digest = MinHash(num_perm=self._num_perm, seed=1)
-        digest.update_batch(list(_shingles(text)))
+        digest.update_batch(list(shingles(text)))
         return digest
 
     def _score(self, mention: str, entry: _Name) -> float:
@@ -167,9 +198,9 @@ class EntityIndex:
 
     def _unresolved(self, question: str, tokens, taken: set[int]) -> list[Unresolved]:
         spans: list[list[int]] = []
-        for i, (word, _, _) in enumerate(tokens):
-            proper = (i > 0 and word[:1].isupper() and not any(ch.isdigit() for ch in word)
-                      and word.lower() not in _QUESTION_WORDS)
+        for i, (word, start, _) in enumerate(tokens):
+            proper = (not _sentence_start(question, tokens, i) and word[:1].isupper()
+                      and not any(ch.isdigit() for ch in word) and word.lower() not in _QUESTION_WORDS)
             if proper and i not in taken and normalize_name(word) not in self.known:
                 if spans and spans[-1][-1] == i - 1:
                     spans[-1].append(i)
@@ -177,13 +208,18 @@ class EntityIndex:
                     spans.append([i])
         unresolved = []
         for span in spans:
-            mention = question[tokens[span[0]][1]:tokens[span[-1]][2]]
-            mention = re.sub(r"'s$", "", mention).rstrip("'")
+            raw = question[tokens[span[0]][1]:tokens[span[-1]][2]]
+            mention = re.sub(r"'s$", "", raw.strip(_PUNCTUATION)).strip(_PUNCTUATION)
             plain = normalize_name(mention)
-            if plain in self.known or len(plain) < 3 or mention.isupper():
-                continue
-            if all(w in self._known_parts for w in plain.split()):
-                continue  # "Swiss" of "Swiss Franc", "United States": words the data uses
+            if plain in self.known or len(plain) < 3 or re.fullmatch(r"[A-Z0-9&./-]+s?", mention):
+                continue  # a known word, or an abbreviation ("USA", "M&A", "IDs")
+            names = [normalize_name(w) for w in re.split(r"[\s-]+", mention) if w[:1].isupper()]
+            if all(self._known_part(w) for w in names):
+                continue  # "Swiss" of "Swiss Franc", "Singapore-based": words the data uses
+            if _searched_for(question, tokens[span[0]][1]):
+                continue  # "titles containing 'Hey'": a pattern to search, not a name
+            if " " not in plain and self._derived(plain):
+                continue  # "French" singers, "German" companies: a word made from a known one
             closest = process.extractOne(plain, self._plain, scorer=fuzz.ratio) if self.names else None
             if closest is None:
                 unresolved.append(Unresolved(mention, None, None, 0.0))

@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+from groundsql.config import SafetyConfig
+from groundsql.db import Database, QueryResult
 from groundsql.safety.validator import ValidatedSQL, validate_sql
 
-__all__ = ["ValidatedSQL", "validate_sql"]
+__all__ = ["ValidatedSQL", "validate_sql", "run_validated"]
+
+
+def run_validated(db: Database, sql: str, policy: SafetyConfig) -> tuple[ValidatedSQL, QueryResult]:
+    """Validate, then execute read-only: the only way untrusted SQL reaches a database."""
+    checked = validate_sql(sql, db.dialect, policy)
+    return checked, db.execute(checked.sql)

@@ -73,11 +73,14 @@ def connect(schema: Schema, chosen: Sequence[str], graph: nx.Graph | None = None
     # The largest group of chosen tables that can be connected at all is connected; the rest
     # are reported (a question spanning two unrelated parts of a schema needs no join).
     groups: dict[int, list[str]] = {}
-    component_of = {n: i for i, c in enumerate(nx.connected_components(graph)) for n in c}
+    components = list(nx.connected_components(graph))
+    component_of = {n: i for i, c in enumerate(components) for n in c}
     for table in wanted:
         groups.setdefault(component_of[table], []).append(table)
-    main = max(groups.values(), key=len)
-    tree = steiner_tree(graph, main, weight="weight") if len(main) > 1 else nx.Graph()
+    part, main = max(groups.items(), key=lambda item: len(item[1]))
+    # networkx's Steiner tree needs a connected graph: the chosen tables' own component.
+    within = graph.subgraph(components[part])
+    tree = steiner_tree(within, main, weight="weight") if len(main) > 1 else nx.Graph()
     joins = tuple(sorted((j for a, b in tree.edges for j in graph[a][b]["joins"]), key=str))
     members = set(tree.nodes) | set(main)
     bridges = sorted(members - set(wanted))

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 
 
 @dataclass(frozen=True)
@@ -56,3 +57,23 @@ class Schema:
         """The same schema with only the named tables (schema linking narrows with this)."""
         wanted = {n.lower() for n in names}
         return Schema(self.dialect, tuple(t for t in self.tables if t.name.lower() in wanted), self.name)
+
+    def restrict_columns(self, columns: Mapping[str, Iterable[str]]) -> "Schema":
+        """Only the named tables, each with the named columns plus what keeps it joinable: its
+        primary key, and both ends of every foreign key between two kept tables. Foreign keys to
+        tables left out are dropped, so no rendering names a column the schema no longer has."""
+        wanted = {t.lower(): {c.lower() for c in cols} for t, cols in columns.items()}
+        kept = [t for t in self.tables if t.name.lower() in wanted]
+        keep = {t.name.lower(): wanted[t.name.lower()] | {c.lower() for c in t.primary_key} for t in kept}
+        links = {t.name.lower(): tuple(fk for fk in t.foreign_keys if fk.ref_table.lower() in keep)
+                 for t in kept}
+        for table in kept:
+            for fk in links[table.name.lower()]:
+                keep[table.name.lower()] |= {c.lower() for c in fk.columns}
+                keep[fk.ref_table.lower()] |= {c.lower() for c in fk.ref_columns}
+        tables = tuple(
+            replace(t, columns=tuple(c for c in t.columns if c.name.lower() in keep[t.name.lower()]),
+                    foreign_keys=links[t.name.lower()])
+            for t in kept
+        )
+        return Schema(self.dialect, tables, self.name)

@@ -9,6 +9,7 @@ from groundsql.strategies.answer import Answer, Step, Trace
 from groundsql.strategies.context import Context
 from groundsql.strategies.few_shot import few_shot
 from groundsql.strategies.grounded import grounded
+from groundsql.strategies.search import search
 from groundsql.strategies.self_consistency import self_consistency
 from groundsql.strategies.zero_shot import zero_shot
 
@@ -19,6 +20,7 @@ STRATEGIES: dict[str, Strategy] = {
     "few-shot": few_shot,
     "self-consistency": self_consistency,
     "grounded": grounded,
+    "search": search,
 }
 
 

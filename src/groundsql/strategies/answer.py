@@ -6,7 +6,7 @@ import datetime as dt
 import decimal
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import replace, dataclass, field
 from typing import Any, Iterator
 
 from groundsql.llm.base import Completion
@@ -122,6 +122,10 @@ class Trace:
         finally:
             calls = tuple(record.pop("calls"))
             self.steps.append(Step(name, time.perf_counter() - start, record, calls))
+
+    def amend(self, answer: Answer) -> Answer:
+        """`answer` (finished earlier) with the steps recorded since and the time spent since."""
+        return replace(answer, steps=tuple(self.steps), elapsed_s=time.perf_counter() - self._start)
 
     def finish(self, **fields: Any) -> Answer:
         return Answer(

@@ -3,20 +3,21 @@ and reflect on failure."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from functools import cached_property
 
-from groundsql.config import SafetyConfig, Settings
+from groundsql.config import Settings
 from groundsql.db import Database, QueryResult
 from groundsql.errors import DatabaseError, LLMError, UnsafeSQLError
 from groundsql.llm import LLM, ChatRequest, Message
 from groundsql.packs.model import DomainPack
 from groundsql.prompts import load_prompt
 from groundsql.retrieval import Example, QueryBank
-from groundsql.safety import ValidatedSQL, validate_sql
+from groundsql.safety import ValidatedSQL, run_validated
 from groundsql.schema import Schema, render_schema
 from groundsql.strategies.answer import Answer, Trace
 from groundsql.strategies.feedback import error_feedback
@@ -50,12 +51,6 @@ class Context:
 
     def run_sql(self, sql: str) -> tuple[ValidatedSQL, QueryResult]:
         return run_validated(self.db, sql, self.settings.safety)
-
-
-def run_validated(db: Database, sql: str, policy: SafetyConfig) -> tuple[ValidatedSQL, QueryResult]:
-    """Validate, then execute read-only: the only way untrusted SQL reaches a database."""
-    checked = validate_sql(sql, db.dialect, policy)
-    return checked, db.execute(checked.sql)
 
 
 def generation_request(
@@ -98,6 +93,17 @@ def extract_sql(text: str) -> str | None:
         candidate = bare.group(0).strip()
     candidate = candidate.strip().rstrip(";").strip()
     return candidate or None
+
+
+def parse_json(text: str) -> Any:
+    """The first JSON object in a model's answer, or None."""
+    match = re.search(r"\{.*\}", text, re.S)
+    if match is None:
+        return None
+    try:
+        return json.loads(match.group(0))
+    except ValueError:
+        return None
 
 
 def generate_and_execute(

@@ -15,8 +15,6 @@ Each stage can be switched off (settings.grounded) for ablations.
 
 from __future__ import annotations
 
-import json
-import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from importlib import resources
@@ -27,6 +25,7 @@ import networkx as nx
 
 from groundsql.errors import ConfigError, LLMError
 from groundsql.grounding.entities import EntityIndex, EntityMatch, Unresolved
+from groundsql.grounding.values import looks_empty, missing_filter_values, missing_values_text
 from groundsql.grounding.lookup import (Constraint, ReferenceRows, constraints_from, read_reference,
                                         rows_prompt)
 from groundsql.llm import ChatRequest, Message
@@ -36,9 +35,8 @@ from groundsql.prompts import load_prompt
 from groundsql.retrieval import Example, QueryBank, load_embedder
 from groundsql.schema import Schema, render_schema
 from groundsql.schema.linking import LinkedSchema, connect, join_graph
-from groundsql.schema.model import Column, Table
 from groundsql.strategies.answer import Answer, Trace
-from groundsql.strategies.context import Context, generate_and_execute
+from groundsql.strategies.context import Context, generate_and_execute, parse_json
 
 __all__ = ["grounded", "demo_pack_path"]
 
@@ -90,8 +88,8 @@ def grounded(question: str, ctx: Context) -> Answer:
     request = _generation_request(ctx, domain, question, linked, constraints, examples)
     retries = ctx.settings.generation.reflection_retries if cfg.reflection else 0
     answer = generate_and_execute(ctx, request, trace, retries=retries, grounds=grounds)
-    if cfg.reflection and answer.ok and not answer.rows and _expects_rows(question):
-        answer = _reflect_on_empty(ctx, request, answer, trace, grounds)
+    if cfg.reflection and answer.ok and looks_empty(answer.rows):
+        answer = _reflect_on_missing_values(ctx, request, answer, trace, grounds)
     return answer
 
 
@@ -229,26 +227,35 @@ def _ask_json(ctx: Context, prompt: str, schema: dict, step: dict, **values: Any
     return parse_json(completion.text)
 
 
-def parse_json(text: str) -> Any:
-    """The first JSON object in a model's answer, or None."""
-    match = re.search(r"\{.*\}", text, re.S)
-    if match is None:
-        return None
-    try:
-        return json.loads(match.group(0))
-    except ValueError:
-        return None
+# Structured outputs are constrained by a grammar: names come from an enum of the real ones and
+# lists are bounded, so a small model can neither invent a table nor loop over the same names
+# until max_tokens (measured: the 1.5B model repeated four names for 256 tokens).
+_MAX_PICKED = 4
+_MAX_LINKED = 8
+_MAX_CONSTRAINTS = 8
 
 
-_TABLES_SCHEMA = {"type": "object", "properties": {"tables": {"type": "array", "items": {"type": "string"}}},
-                  "required": ["tables"]}
-_CONSTRAINTS_SCHEMA = {"type": "object", "properties": {"constraints": {"type": "array", "items": {
-    "type": "object", "properties": {"table": {"type": "string"}, "id": {"type": ["integer", "string"]},
-                                     "phrase": {"type": "string"}},
-    "required": ["table", "id", "phrase"]}}}, "required": ["constraints"]}
-_LINK_SCHEMA = {"type": "object", "properties": {
-    "tables": {"type": "array", "items": {"type": "string"}},
-    "reason": {"type": "string"}}, "required": ["tables", "reason"]}
+def _names(names: list[str], most: int) -> dict:
+    return {"type": "array", "items": {"type": "string", "enum": sorted(set(names))}, "maxItems": most}
+
+
+def _pick_output(pack: DomainPack) -> dict:
+    return {"type": "object", "required": ["tables"],
+            "properties": {"tables": _names([r.table for r in pack.references], _MAX_PICKED)}}
+
+
+def _constraints_output(tables: list[ReferenceRows]) -> dict:
+    item = {"type": "object", "required": ["table", "id", "phrase"], "properties": {
+        "table": {"type": "string", "enum": sorted({t.ref.table for t in tables})},
+        "id": {"type": ["integer", "string"]}, "phrase": {"type": "string", "maxLength": 80}}}
+    return {"type": "object", "required": ["constraints"], "properties": {
+        "constraints": {"type": "array", "items": item, "maxItems": _MAX_CONSTRAINTS}}}
+
+
+def _linking_output(schema: Schema) -> dict:
+    return {"type": "object", "required": ["tables", "reason"], "properties": {
+        "tables": _names([t.name for t in schema.tables], _MAX_LINKED),
+        "reason": {"type": "string", "maxLength": 200}}}
 
 
 def _lookup(ctx: Context, domain: _Domain, question: str, trace: Trace) -> list[Constraint]:
@@ -256,7 +263,7 @@ def _lookup(ctx: Context, domain: _Domain, question: str, trace: Trace) -> list[
     if not pack.references:
         return []  # nothing to look up: no model call
     with trace.step("lookup: pick reference tables") as step:
-        picked = _ask_json(ctx, "grounded_pick", _TABLES_SCHEMA, step, domain=domain.text,
+        picked = _ask_json(ctx, "grounded_pick", _pick_output(pack), step, domain=domain.text,
                            question=question.strip())
         names = picked.get("tables", []) if isinstance(picked, dict) else []
         refs = [r for r in (pack.reference(str(n)) for n in names if isinstance(n, str)) if r]
@@ -269,7 +276,7 @@ def _lookup(ctx: Context, domain: _Domain, question: str, trace: Trace) -> list[
         tables: list[ReferenceRows] = [read_reference(ctx.db, r, question, limit) for r in refs]
         step["rows"] = {t.ref.table: f"{len(t.rows)} of {t.total}" for t in tables}
     with trace.step("lookup: write constraints") as step:
-        answer = _ask_json(ctx, "grounded_constraints", _CONSTRAINTS_SCHEMA, step,
+        answer = _ask_json(ctx, "grounded_constraints", _constraints_output(tables), step,
                            domain=domain.text, question=question.strip(), rows=rows_prompt(tables))
         constraints, problems = constraints_from(answer, tables, question)
         step["constraints"] = [c.sql() for c in constraints]
@@ -301,7 +308,7 @@ def _link_entities(ctx: Context, domain: _Domain, question: str,
 def _link_schema(ctx: Context, domain: _Domain, question: str, constraints: list[Constraint],
                  trace: Trace) -> tuple[LinkedSchema, dict[str, str]]:
     with trace.step("link schema") as step:
-        answer = _ask_json(ctx, "grounded_link", _LINK_SCHEMA, step, domain=domain.text,
+        answer = _ask_json(ctx, "grounded_link", _linking_output(domain.schema), step, domain=domain.text,
                            question=question.strip(), grounds=_grounds_text(constraints))
         chosen = answer.get("tables", []) if isinstance(answer, dict) else []
         chosen = [str(t) for t in chosen if isinstance(t, str)]
@@ -358,20 +365,25 @@ def _grounds_text(constraints: list[Constraint]) -> str:
 
 def _generation_request(ctx: Context, domain: _Domain, question: str, linked: LinkedSchema,
                         constraints: list[Constraint], examples: list[Example]) -> ChatRequest:
-    schema = domain.schema.restrict(linked.tables)
     gen = ctx.settings.generation
-    whole = _small(ctx, domain.schema) and len(linked.tables) == len(domain.schema.tables)
+    small = _small(ctx, domain.schema)
     shown = "".join(f"Question: {e.question}\nSQL: {e.sql}\n\n" for e in examples)
+    joins = "\n".join(f"- {j}" for j in linked.joins) or "- (one table: no joins)"
+    if len(linked.tables) < len(domain.schema.tables):
+        tables = render_schema(domain.schema.restrict(linked.tables), gen.schema_format,
+                               with_examples=gen.with_examples)
+    elif small:  # the system prompt shows the whole schema in detail
+        tables, joins = "every table of the schema above", "its foreign keys"
+    else:  # nothing linked (an ablation): the overview above is all there is; no table in detail
+        tables = "every table listed above"
     request = load_prompt("grounded_generate").request(
         domain=domain.text,
-        linked=("every table of the schema above" if whole else
-                render_schema(schema, gen.schema_format, with_examples=gen.with_examples)),
-        joins=("its foreign keys" if whole else
-               "\n".join(f"- {j}" for j in linked.joins) or "- (one table: no joins)"),
+        linked=tables,
+        joins=joins,
         grounds=_grounds_text(constraints),
         examples=f"Solved examples:\n\n{shown}" if shown else "",
         dialect=ctx.dialect_label,
-        filters=" Filter on the resolved values above, not on names or labels." if constraints else "",
+        filters="\n- Filter on the resolved values above, not on names or labels." if constraints else "",
         question=question.strip(),
     )
     llm = ctx.settings.llm
@@ -381,27 +393,23 @@ def _generation_request(ctx: Context, domain: _Domain, question: str, linked: Li
 
 # -- endings ----------------------------------------------------------------------------------
 
-_YES_NO = re.compile(r"^\s*(is|are|was|were|does|do|did|has|have|had|can|could)\b", re.I)
-
-
-def _expects_rows(question: str) -> bool:
-    """A question that asks for data expects some; a yes/no question may rightly get none."""
-    return not _YES_NO.search(question) and "if any" not in question.lower()
-
-
-def _reflect_on_empty(ctx: Context, request: ChatRequest, answer: Answer, trace: Trace,
-                      grounds: dict[str, Any]) -> Answer:
-    """One more turn when a query that should return data returned none: usually a filter on
-    a wrong value or an inner join that drops the rows."""
-    follow_up = load_prompt("reflect_sql").render(error=(
-        "The query ran but returned no rows, and the question expects some. Check each filter "
-        "against the resolved ids and the example values, and each join."))
+def _reflect_on_missing_values(ctx: Context, request: ChatRequest, answer: Answer, trace: Trace,
+                               grounds: dict[str, Any]) -> Answer:
+    """One more turn when a query found nothing because it filters on a value that is not in
+    the data (grounding/values.py); an empty result whose filter values all exist stands."""
+    with trace.step("check filter values") as step:
+        missing = missing_filter_values(answer.sql or "", ctx.db, ctx.schema, ctx.settings.safety)
+        step["missing"] = [m.text() for m in missing]
+    if not missing:
+        return trace.amend(answer)
+    follow_up = load_prompt("reflect_values").render(missing=missing_values_text(missing))
     messages = (*request.messages, Message(role="assistant", content=f"```sql\n{answer.sql}\n```"),
                 *follow_up)
     retry = generate_and_execute(ctx, request.model_copy(update={"messages": messages}), trace,
                                  retries=0, grounds=grounds)
-    return retry if retry.ok and retry.rows else replace(answer, steps=retry.steps,
-                                                         elapsed_s=retry.elapsed_s)
+    if retry.ok and not looks_empty(retry.rows):
+        return retry
+    return trace.amend(answer)
 
 
 def _not_found(unresolved: list[Unresolved]) -> str:

@@ -104,8 +104,8 @@ def build_suite(
     cached = load_suite(out_dir)
     if cached is not None and cached.gold_sql == gold_sql:
         return cached
-    schema, keys = _columns(source)
-    plan = FillPlan(planted=_planted(gold_sql, schema))
+    schema, keys = table_columns(source)
+    plan = FillPlan(planted=planted_literals(gold_sql, schema))
     with tempfile.TemporaryDirectory(prefix="groundsql-suite-") as scratch:
         paths = fill_variants(source, Path(scratch), candidates, seed=seed, plan=plan)
         for i, path in enumerate(paths[1:], start=1):  # variant 0 stays as the filler left it
@@ -199,7 +199,7 @@ def _rows(result: Rows | str) -> Rows | None:
     return None if isinstance(result, str) else result
 
 
-def _columns(source: Path) -> tuple[Schema, Keys]:
+def table_columns(source: Path) -> tuple[Schema, Keys]:
     """Each table's columns, and its unique column sets (primary key, UNIQUE indexes)."""
     conn = sqlite3.connect(f"{source.resolve().as_uri()}?mode=ro", uri=True)
     schema: Schema = {}
@@ -212,9 +212,11 @@ def _columns(source: Path) -> tuple[Schema, Keys]:
     return schema, keys
 
 
-def _planted(gold_sql: str, schema: dict[str, list[str]]) -> dict[tuple[str, str], list[object]]:
+def planted_literals(sql: str, schema: dict[str, list[str]]) -> dict[tuple[str, str], list[object]]:
+    """What a variant must hold for `sql`'s filters to meet rows: each literal it compares a
+    column with, and the values just beside it (near misses)."""
     try:
-        found = query_literals(gold_sql, "sqlite", schema)
+        found = query_literals(sql, "sqlite", schema)
     except Exception:  # noqa: BLE001 - a query sqlglot cannot read just plants nothing
         return {}
     planted: dict[tuple[str, str], list[object]] = {}

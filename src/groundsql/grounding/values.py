@@ -1,0 +1,195 @@
+"""Filter values checked against the data: the reflection signal for an empty result.
+
+FLINT's finding is that most wrong answers on real schemas filter on a value that is not there
+("Tesla model S", fiscal_year = 2025, a wrong metric id). Such a query runs and returns nothing.
+But an empty result is not by itself an error: on Spider the gold answer is empty or a single
+0 for one question in eight. So the signal is sharper than "no rows": a filter `column = literal`
+(or IN, LIKE) whose literal occurs nowhere in that column. Then the model is told which value is
+missing and which values of the column are closest, read from the database; a query whose
+every filter value exists is left alone, empty or not.
+
+The probing queries are built here (sqlglot, quoted identifiers, escaped literals) and still go
+through the validator and the read-only connection, like every query.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import sqlglot
+from rapidfuzz import process, utils
+from sqlglot import exp
+
+from groundsql.config import SafetyConfig
+from groundsql.db import Database
+from groundsql.errors import DatabaseError, UnsafeSQLError
+from groundsql.schema import Schema
+from groundsql.safety import run_validated
+
+__all__ = ["MissingValue", "check_value", "missing_filter_values", "looks_empty", "missing_values_text"]
+
+_VALUES_READ = 2000  # distinct values of one column compared with a missing literal
+_CLOSEST = 3
+
+
+@dataclass(frozen=True)
+class MissingValue:
+    """`table.column <op> literal` matched no row of the table on its own."""
+
+    table: str
+    column: str
+    op: str  # "=", "IN", "LIKE"
+    literal: Any
+    closest: tuple[Any, ...]  # values of the column most like the literal
+
+    def text(self) -> str:
+        shown = f"'{self.literal}'" if isinstance(self.literal, str) else str(self.literal)
+        near = ", ".join(f"'{v}'" if isinstance(v, str) else str(v) for v in self.closest)
+        hint = f" (closest values in {self.column}: {near})" if near else ""
+        return f"{self.table}.{self.column} {self.op} {shown} matches no row{hint}"
+
+
+def looks_empty(rows: tuple[tuple[Any, ...], ...] | list) -> bool:
+    """No rows, or one row of nothing but NULL or 0 (a count or sum over no rows)."""
+    if not rows:
+        return True
+    return len(rows) == 1 and all(v is None or v == 0 for v in rows[0])
+
+
+def missing_filter_values(sql: str, db: Database, schema: Schema, policy: SafetyConfig) -> list[MissingValue]:
+    """The literal filters of `sql` on real table columns whose value occurs in no row."""
+    try:
+        tree = sqlglot.parse_one(sql, read=db.dialect)
+    except sqlglot.errors.SqlglotError:
+        return []
+    aliases = _table_aliases(tree, schema)
+    missing: list[MissingValue] = []
+    seen: set[tuple[str, str, str, Any]] = set()
+    for column, op, literal in _literal_filters(tree):
+        table = _owner(column, aliases, schema)
+        if table is None:
+            continue
+        key = (table, column.name, op, literal)
+        if key in seen:
+            continue
+        seen.add(key)
+        absent = check_value(db, policy, table, column.name, literal, op)
+        if absent is not None:
+            missing.append(absent)
+    return missing
+
+
+def check_value(db: Database, policy: SafetyConfig, table: str, column: str, value: Any,
+                op: str = "=") -> MissingValue | None:
+    """None when some row of `table` has `column <op> value`; else what is missing and the
+    column's closest values."""
+    if _occurs(db, policy, table, column, op, value):
+        return None
+    return MissingValue(table, column, op, value, _closest(db, policy, table, column, value))
+
+
+def missing_values_text(missing: list[MissingValue]) -> str:
+    return "\n".join(f"- {m.text()}" for m in missing)
+
+
+def _table_aliases(tree: exp.Expression, schema: Schema) -> dict[str, str]:
+    """alias (or name), lowercased -> real table name, for tables of the schema only."""
+    ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
+    aliases: dict[str, str] = {}
+    for table in tree.find_all(exp.Table):
+        if table.name.lower() in ctes:
+            continue
+        real = schema.table(table.name)
+        if real is not None:
+            aliases[table.alias_or_name.lower()] = real.name
+    return aliases
+
+
+def _owner(column: exp.Column, aliases: dict[str, str], schema: Schema) -> str | None:
+    """The real table a column reference reads; None for a subquery's or an ambiguous one."""
+    if column.table:
+        return aliases.get(column.table.lower())
+    owners = {t for t in aliases.values() if (table := schema.table(t)) and table.column(column.name)}
+    return owners.pop() if len(owners) == 1 else None
+
+
+def _literal(node: exp.Expression) -> Any:
+    if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:
+        value = _literal(node.this)
+        return -value if value is not None else None
+    if not isinstance(node, exp.Literal):
+        return None
+    if node.is_string:
+        return node.this
+    try:
+        number = float(node.this)
+    except ValueError:
+        return None
+    return int(number) if number.is_integer() else number
+
+
+def _literal_filters(tree: exp.Expression):
+    """(column, op, literal) for `col = lit`, `lit = col`, `col IN (lits)`, `col LIKE lit`,
+    outside NOT (a negated filter that matches nothing is not the empty result's cause)."""
+    for node in tree.find_all(exp.EQ, exp.In, exp.Like):
+        if node.find_ancestor(exp.Not) is not None:
+            continue
+        if isinstance(node, exp.In):
+            if isinstance(node.this, exp.Column) and not node.args.get("query"):
+                for item in node.expressions:
+                    value = _literal(item)
+                    if value is not None:
+                        yield node.this, "=", value
+            continue
+        left, right = node.this, node.expression
+        if isinstance(right, exp.Column):
+            left, right = right, left
+        value = _literal(right)
+        if isinstance(left, exp.Column) and value is not None:
+            yield left, ("LIKE" if isinstance(node, exp.Like) else "="), value
+
+
+def _probe(db: Database, policy: SafetyConfig, query: exp.Select) -> tuple[tuple[Any, ...], ...] | None:
+    try:
+        _, result = run_validated(db, query.sql(dialect=db.dialect), policy)
+    except (UnsafeSQLError, DatabaseError):
+        return None
+    return result.rows
+
+
+def _literal_node(value: Any) -> exp.Expression:
+    return exp.Literal.string(value) if isinstance(value, str) else exp.Literal.number(value)
+
+
+def _occurs(db: Database, policy: SafetyConfig, table: str, column: str, op: str, value: Any) -> bool:
+    col = exp.column(column, quoted=True)
+    test = exp.Like(this=col, expression=_literal_node(value)) if op == "LIKE" \
+        else exp.EQ(this=col, expression=_literal_node(value))
+    rows = _probe(db, policy, exp.select("1").from_(exp.table_(table, quoted=True)).where(test).limit(1))
+    return rows is None or bool(rows)  # a probe that fails proves nothing: assume it occurs
+
+
+def _closest(db: Database, policy: SafetyConfig, table: str, column: str, value: Any) -> tuple[Any, ...]:
+    col = exp.column(column, quoted=True)
+    query = exp.select(col).distinct().from_(exp.table_(table, quoted=True)).where(
+        exp.Not(this=exp.Is(this=col.copy(), expression=exp.Null()))).limit(_VALUES_READ)
+    rows = _probe(db, policy, query) or ()
+    values = [r[0] for r in rows]
+    if isinstance(value, str):
+        texts = [v for v in values if isinstance(v, str)]
+        pattern = value.strip("%_")
+        found = process.extract(pattern, texts, processor=utils.default_process, limit=_CLOSEST)
+        return tuple(text for text, _, _ in found)
+    numbers = [(n, v) for v in values if (n := _number(v)) is not None]
+    return tuple(v for _, v in sorted(numbers, key=lambda nv: abs(nv[0] - value))[:_CLOSEST])
+
+
+def _number(value: Any) -> float | None:
+    """A number, or text that reads as one (a year stored as TEXT)."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None

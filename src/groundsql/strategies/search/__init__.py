@@ -1,0 +1,189 @@
+"""The search strategy (IESR): understand, compress, search, verify, select.
+
+    question -> numbers and units (pint) + semantic state (one structured call), relations
+                checked against the unit rule base
+             -> schema compression (LSH on names and values + embeddings), M-Schema
+             -> Monte Carlo Tree Search over six actions (actions.py, tree.py); each finished
+                trajectory's query runs on the database and populated variants (probe.py), and
+                its reward is its agreement with the other trajectories' results
+             -> trajectory selection (selection.py): execution, a discriminator's
+                mask-and-complete check, and the vote; the best score wins
+
+Far cheaper than IESR (about 124 calls a question): one conversation per question whose
+prefix every call reuses, deterministic tools where IESR asks the model (calculator, value
+checks, bridge tables), a call cap, and an early stop when the results already agree.
+"""
+
+from __future__ import annotations
+
+import random
+
+from groundsql.config import SearchConfig
+from groundsql.llm import Message
+from groundsql.prompts import load_prompt
+from groundsql.retrieval import load_embedder
+from groundsql.schema import render_schema
+from groundsql.schema.compress import CompressedSchema, SchemaIndex, compress
+from groundsql.strategies.answer import Answer, Trace
+from groundsql.strategies.context import Context, parse_json
+from groundsql.strategies.search.actions import Problem, SearchEnvironment, Trajectory
+from groundsql.strategies.search.probe import Probe, Signature
+from groundsql.strategies.search.selection import Candidate, select_candidate
+from groundsql.strategies.search.tree import Node, search as tree_search
+from groundsql.understanding import default_rules, extract_quantities, named_constants, sql_constants
+
+__all__ = ["search"]
+
+
+def search(question: str, ctx: Context) -> Answer:
+    config = ctx.settings.search
+    trace = Trace(question, "search")
+    compressed = _compress(ctx, question, config, trace)
+    problem = _understand(ctx, question, compressed, config, trace)
+    env = SearchEnvironment(ctx, problem, config, trace, calls=problem.calls)
+    probe = Probe(ctx.db, ctx.settings.safety, config.probe_variants, seed=ctx.settings.llm.seed)
+    try:
+        env.reward = lambda state: _reward(state, pool(), probe)  # type: ignore[method-assign]
+        terminals: list[Node[Trajectory]] = []
+
+        def pool() -> list[Trajectory]:
+            return [n.state for n in terminals]
+
+        def stop(reached: list[Node[Trajectory]]) -> bool:
+            terminals[:] = reached
+            env.hot = True  # the first trajectory is greedy; the rest sample
+            return env.exhausted() or _agreed(pool(), probe, config.early_stop)
+
+        with trace.step("search", rollouts=config.rollouts) as step:
+            result = tree_search(Trajectory(), env, rollouts=config.rollouts,
+                                 exploration=config.exploration, depth_limit=config.depth, stop=stop)
+            terminals[:] = result.terminals
+            step.update(rollouts_run=result.rollouts, trajectories=len(result.terminals),
+                        model_calls=env.calls)
+        finished = [t for t in pool() if t.sql and t.ran]
+        if not finished:
+            reason = next((t.failed or t.error for t in pool() if t.failed or t.error), None)
+            return trace.finish(sql=None, error=f"no trajectory produced a query that runs: {reason}")
+        signatures = probe.signatures([t.sql for t in finished if t.sql])
+        candidates = [Candidate(t, signatures.get(t.sql or "")) for t in finished]
+        with trace.step("select") as step:
+            chosen, scores = select_candidate(candidates, env, probe, config,
+                                              random.Random(f"{ctx.settings.llm.seed}:{question}"))
+            step.update(scores=scores, chosen=chosen.trajectory.sql)
+    finally:
+        probe.close()
+    _, result = ctx.run_sql(chosen.trajectory.sql or "")
+    grounds = {
+        "schema": {"tables": list(compressed.tables), "bridges": list(compressed.bridges),
+                   "kept_columns": compressed.kept_columns, "of_columns": compressed.total_columns},
+        "constants": sql_constants(problem_constants(problem)),
+        "trajectory": [s.action for s in chosen.trajectory.steps],
+        "computed": [f"{n} = {v}" for n, v in chosen.trajectory.computed],
+        "candidates": scores,
+    }
+    return trace.finish(sql=chosen.trajectory.sql, columns=result.columns, rows=result.rows,
+                        truncated=result.truncated, grounds=grounds)
+
+
+def problem_constants(problem: Problem):
+    return list(problem.constants.values())
+
+
+# -- before the search -----------------------------------------------------------------------
+
+
+def _compress(ctx: Context, question: str, config: SearchConfig, trace: Trace) -> CompressedSchema:
+    with trace.step("compress schema", on=config.compression) as step:
+        index = ctx.resources.get("search-index")
+        if index is None:
+            embedder = load_embedder() if ctx.settings.grounded.embeddings else None
+            index = SchemaIndex.build(ctx.db, ctx.schema, embedder, config=config.compression_settings)
+            ctx.resources["search-index"] = index
+        settings = config.compression_settings
+        if not config.compression:  # every schema counts as small: kept whole
+            settings = settings.model_copy(update={"whole_below_columns": 10**9})
+        compressed = compress(question, index, settings)
+        step.update(tables=list(compressed.tables), kept_columns=compressed.kept_columns,
+                    of_columns=compressed.total_columns,
+                    values=[str(v) for v in compressed.values])
+    return compressed
+
+
+def _understand(ctx: Context, question: str, compressed: CompressedSchema, config: SearchConfig,
+                trace: Trace) -> Problem:
+    """The question's numbers (deterministic) and, when switched on, the model's semantic
+    state; relations whose units do not agree are reported to the model, not kept silently."""
+    rules = default_rules()
+    quantities = extract_quantities(question, rules)
+    constants = named_constants(quantities)
+    facts = []
+    lines = sql_constants(quantities, rules=rules)
+    if lines:
+        facts.append("Numbers of the question (names for formulas):\n" + "\n".join(f"- {x}" for x in lines))
+    if compressed.values:
+        facts.append("Values of the question found in the data:\n"
+                     + "\n".join(f"- {v}" for v in compressed.values))
+    gen = ctx.settings.generation
+    system, user = load_prompt("search_system").render(
+        dialect=ctx.dialect_label,
+        schema=render_schema(compressed.schema, "m-schema", with_examples=gen.with_examples),
+        question=question.strip(), facts="\n".join(facts) + ("\n" if facts else ""))
+    if not config.understanding:
+        # Without the semantic state the question turn carries no request of its own.
+        content = user.content.rsplit("\nDescribe the question as JSON", 1)[0]
+        return Problem(question, compressed.schema, (system, Message(role="user", content=content)),
+                       constants, ctx.dialect_label, calls=0)
+    with trace.step("understand") as step:
+        llm = ctx.settings.llm
+        from groundsql.llm import ChatRequest
+
+        request = ChatRequest(messages=(system, user), temperature=0.0, max_tokens=256, seed=llm.seed)
+        completion = ctx.llm.complete(request)
+        step["calls"].append(completion)
+        state = parse_json(completion.text)
+        reply = completion.text
+        checks = []
+        if isinstance(state, dict):
+            symbols = {name: q for name, q in constants.items()}
+            for relation in [str(r) for r in state.get("relations", []) or []][:6]:
+                verdict = rules.check_relation(relation, symbols)
+                if verdict.status in ("inconsistent", "rescale"):
+                    checks.append(f"- {relation}: {verdict.reason}")
+            step.update(intent=state.get("intent"), relations=state.get("relations"),
+                        unit_checks=checks)
+    prefix = [system, user, Message(role="assistant", content=reply)]
+    if checks:
+        prefix.append(Message(role="user", content="Unit check of those relations:\n" + "\n".join(checks)))
+    return Problem(question, compressed.schema, tuple(prefix), constants, ctx.dialect_label, calls=1)
+
+
+# -- reward and early stop -------------------------------------------------------------------
+
+
+def _reward(state: Trajectory, pool: list[Trajectory], probe: Probe) -> float:
+    """Execution self-consistency: 0 for a query that does not run; otherwise its agreement
+    with the other finished trajectories' results on the probe (0.5 with none to compare)."""
+    if not state.sql or not state.ran:
+        return 0.0
+    others = [t for t in pool if t is not state and t.sql and t.ran]
+    sigs = probe.signatures([state.sql, *(t.sql for t in others if t.sql)])
+    mine = sigs[state.sql]
+    if mine is None:
+        return 0.0
+    agree = sum(1 for t in others if sigs.get(t.sql or "") == mine)
+    return (agree + 0.5) / (len(others) + 1)
+
+
+def _agreed(pool: list[Trajectory], probe: Probe, needed: int) -> bool:
+    if needed <= 0:
+        return False
+    sqls = [t.sql for t in pool if t.sql and t.ran]
+    if len(sqls) < needed:
+        return False
+    sigs = probe.signatures(sqls)
+    counts: dict[Signature, int] = {}
+    for sql in sqls:
+        sig = sigs.get(sql)
+        if sig is not None:
+            counts[sig] = counts.get(sig, 0) + 1
+    return max(counts.values(), default=0) >= needed

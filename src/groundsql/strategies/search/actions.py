@@ -1,0 +1,302 @@
+"""The six reasoning actions (IESR 3.2) as a tree-search environment.
+
+A state is a trajectory: the actions taken so far, each with the model's reply and what the
+tools made of it (the note shown before the next turn). All calls of one question form one
+conversation that grows by a turn per action, on a prefix shared by every call (instructions,
+compressed schema, question, semantic state), so a local backend only computes each new turn.
+
+    equation_analysis  the model names formulas and constants; the calculator (pint) computes
+                       every formula over the question's numbers, not the model
+    schema_selection   the model picks tables; the foreign-key graph adds the bridges
+    identify_columns   the model names columns; unknown ones are reported back
+    entity_extraction  the model names filter values; each is looked up in the data, with the
+                       closest real values when it is not there (grounding/values.py)
+    sql_generation     the model writes the query; it runs (validator, read-only connection)
+    sql_revision       after an error, or an empty result caused by a value not in the data
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from groundsql.config import SearchConfig
+from groundsql.errors import DatabaseError, LLMError, UnsafeSQLError
+from groundsql.grounding.values import (check_value, looks_empty, missing_filter_values,
+                                        missing_values_text)
+from groundsql.llm import ChatRequest, Message
+from groundsql.prompts import load_prompt
+from groundsql.schema import Schema
+from groundsql.schema.linking import connect, join_graph
+from groundsql.strategies.answer import Trace
+from groundsql.strategies.context import Context, extract_sql, parse_json
+from groundsql.strategies.feedback import error_feedback
+from groundsql.understanding import CalculatorError, Quantity, evaluate
+
+__all__ = ["Problem", "Step", "Trajectory", "SearchEnvironment"]
+
+# Reasoning actions in the order a node tries them (after SQL generation, always first).
+REASONING = ("equation_analysis", "schema_selection", "identify_columns", "entity_extraction")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """What every call of one question shares."""
+
+    question: str
+    schema: Schema  # compressed
+    prefix: tuple[Message, ...]  # system, question turn (and the semantic state reply)
+    constants: dict[str, Quantity]  # the question's numbers, by formula name
+    dialect: str
+    calls: int = 0  # model calls spent before the search (the semantic state)
+
+
+@dataclass(frozen=True)
+class Step:
+    action: str
+    prompt: str  # the user turn asked
+    reply: str  # the model's answer
+    note: str = ""  # what the tools made of it, told before the next turn
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    steps: tuple[Step, ...] = ()
+    sql: str | None = None
+    error: str | None = None  # why the query is not a final answer yet (feedback text)
+    ran: bool = False  # the query executed on the database
+    revised: bool = False
+    failed: str | None = None  # why no query could be had (model error, budget)
+    computed: tuple[tuple[str, str], ...] = ()  # calculator results (name, value text)
+
+    @property
+    def taken(self) -> set[str]:
+        return {s.action for s in self.steps}
+
+
+@dataclass
+class SearchEnvironment:
+    ctx: Context
+    problem: Problem
+    config: SearchConfig
+    trace: Trace
+    calls: int = 0
+    hot: bool = False  # sample at the configured temperature (after the first trajectory)
+    graph: Any = field(default=None)
+
+    def __post_init__(self) -> None:
+        self.graph = join_graph(self.problem.schema)
+
+    # -- the tree's view ---------------------------------------------------------------------
+
+    def actions(self, state: Trajectory) -> list[str]:
+        if self.is_terminal(state):
+            return []
+        if state.sql is not None:
+            return ["sql_revision"]
+        enabled = self.config.actions
+        reasoning = [a for a in REASONING if a in enabled and a not in state.taken
+                     and self._applies(a)]
+        # The root also samples direct generations: a search with few actions still votes.
+        again = ["sql_generation"] * (self.config.root_samples - 1) if not state.steps else []
+        return ["sql_generation", *reasoning, *again]
+
+    def default_action(self, state: Trajectory) -> str:
+        return "sql_generation" if state.sql is None else "sql_revision"
+
+    def is_terminal(self, state: Trajectory) -> bool:
+        if state.failed:
+            return True
+        if state.sql is None:
+            return False
+        return state.error is None or state.revised or "sql_revision" not in self.config.actions
+
+    def reward(self, state: Trajectory) -> float:  # replaced by the strategy (needs the pool)
+        raise NotImplementedError
+
+    def exhausted(self) -> bool:
+        return self.calls >= self.config.max_calls
+
+    def _applies(self, action: str) -> bool:
+        if action == "equation_analysis":
+            return bool(self.problem.constants)
+        if action == "schema_selection":
+            return len(self.problem.schema.tables) > 1
+        return True
+
+    # -- applying an action ------------------------------------------------------------------
+
+    def apply(self, state: Trajectory, action: str) -> Trajectory:
+        if self.exhausted():
+            return replace(state, failed="the search's call budget is spent")
+        prompt = load_prompt(f"search_{action}").render(
+            note=self._pending_note(state), dialect=self.problem.dialect)[-1].content
+        with self.trace.step(action) as step:
+            try:
+                reply = self._ask(state, prompt, json_output=action not in
+                                  ("sql_generation", "sql_revision"), step=step)
+            except LLMError as err:
+                step["error"] = str(err)
+                return replace(state, failed=f"the language model failed: {err}")
+            handler = getattr(self, f"_after_{action}")
+            new = handler(state, Step(action, prompt, reply), step)
+        return new
+
+    def _pending_note(self, state: Trajectory) -> str:
+        if not state.steps:
+            return ""
+        last = state.steps[-1]
+        return f"{last.note}\n" if last.note else ""
+
+    def messages(self, state: Trajectory, prompt: str) -> tuple[Message, ...]:
+        turns: list[Message] = list(self.problem.prefix)
+        for s in state.steps:
+            turns += [Message(role="user", content=s.prompt), Message(role="assistant", content=s.reply)]
+        turns.append(Message(role="user", content=prompt))
+        return _merged(turns)
+
+    def _ask(self, state: Trajectory, prompt: str, *, json_output: bool, step: dict) -> str:
+        llm = self.ctx.settings.llm
+        self.calls += 1
+        request = ChatRequest(
+            messages=self.messages(state, prompt),
+            temperature=self.config.temperature if self.hot else 0.0,
+            max_tokens=256 if json_output else llm.max_tokens,
+            seed=llm.seed + self.calls,
+        )
+        completion = self.ctx.llm.complete(request)
+        step["calls"].append(completion)
+        return completion.text
+
+    # -- what the tools make of each reply -------------------------------------------------
+
+    def _after_equation_analysis(self, state: Trajectory, step: Step, record: dict) -> Trajectory:
+        answer = parse_json(step.reply) or {}
+        known: dict[str, Any] = dict(self.problem.constants)
+        known.update({name: value for name, value in state.computed})
+        computed: list[tuple[str, str]] = []
+        lines: list[str] = []
+        for item in (answer.get("constants") or [])[:8] if isinstance(answer, dict) else []:
+            if not isinstance(item, dict):
+                continue
+            name, expression = str(item.get("name", "")).strip(), str(item.get("expression", ""))
+            if not name.isidentifier() or not expression:
+                continue
+            try:
+                result = evaluate(expression, known)
+                if item.get("unit"):
+                    try:
+                        result = result.to(str(item["unit"]))
+                    except CalculatorError:
+                        pass  # keep the computed unit: the model's was not a unit we know
+            except CalculatorError as err:
+                lines.append(f"- {name} = {expression}: not computed ({err})")
+                continue
+            known[name] = result
+            computed.append((name, str(result)))
+            lines.append(f"- {name} = {expression} = {result}")
+        formulas = [str(f) for f in (answer.get("formulas") or [])[:6]] if isinstance(answer, dict) else []
+        note = ""
+        if lines:
+            note += "Calculator results (use these numbers as written):\n" + "\n".join(lines) + "\n"
+        if formulas:
+            note += "Formulas over columns:\n" + "\n".join(f"- {f}" for f in formulas) + "\n"
+        record.update(computed=[f"{n} = {v}" for n, v in computed], formulas=formulas)
+        return replace(state, steps=(*state.steps, replace(step, note=note.strip())),
+                       computed=(*state.computed, *computed))
+
+    def _after_schema_selection(self, state: Trajectory, step: Step, record: dict) -> Trajectory:
+        answer = parse_json(step.reply) or {}
+        names = [str(t) for t in answer.get("tables", []) if isinstance(t, str)] \
+            if isinstance(answer, dict) else []
+        linked = connect(self.problem.schema, names, self.graph)
+        note = ""
+        if linked.tables:
+            note = f"Tables to use: {', '.join(linked.tables)}."
+            if linked.bridges:
+                note += f" ({', '.join(linked.bridges)} added: it joins the others.)"
+            if linked.joins:
+                note += " Join on: " + "; ".join(str(j) for j in linked.joins) + "."
+        record.update(tables=list(linked.tables), bridges=list(linked.bridges))
+        return replace(state, steps=(*state.steps, replace(step, note=note)))
+
+    def _after_identify_columns(self, state: Trajectory, step: Step, record: dict) -> Trajectory:
+        answer = parse_json(step.reply) or {}
+        items = answer.get("columns", []) if isinstance(answer, dict) else []
+        unknown = []
+        for item in items[:20]:
+            ref = str(item.get("column", "")) if isinstance(item, dict) else str(item)
+            table, _, column = ref.rpartition(".")
+            real = self.problem.schema.table(table) if table else None
+            if real is None or real.column(column) is None:
+                unknown.append(ref)
+        note = (f"These columns do not exist: {', '.join(unknown)}. Use the schema's columns."
+                if unknown else "")
+        record.update(unknown=unknown)
+        return replace(state, steps=(*state.steps, replace(step, note=note)))
+
+    def _after_entity_extraction(self, state: Trajectory, step: Step, record: dict) -> Trajectory:
+        answer = parse_json(step.reply) or {}
+        filters = answer.get("filters", []) if isinstance(answer, dict) else []
+        lines = []
+        for item in filters[:8]:
+            if not isinstance(item, dict):
+                continue
+            table, _, column = str(item.get("column", "")).rpartition(".")
+            value = item.get("value")
+            real = self.problem.schema.table(table) if table else None
+            if real is None or real.column(column) is None or value is None:
+                continue
+            missing = check_value(self.ctx.db, self.ctx.settings.safety, real.name, column, value)
+            shown = repr(value) if isinstance(value, str) else str(value)
+            if missing is None:
+                lines.append(f"- {real.name}.{column} = {shown} occurs in the data.")
+            else:
+                lines.append(f"- {missing.text()}.")
+        note = "Checked against the data:\n" + "\n".join(lines) if lines else ""
+        record.update(checked=lines)
+        return replace(state, steps=(*state.steps, replace(step, note=note)))
+
+    def _after_sql_generation(self, state: Trajectory, step: Step, record: dict) -> Trajectory:
+        return self._run(state, step, record, revised=False)
+
+    def _after_sql_revision(self, state: Trajectory, step: Step, record: dict) -> Trajectory:
+        return self._run(state, step, record, revised=True)
+
+    def _run(self, state: Trajectory, step: Step, record: dict, *, revised: bool) -> Trajectory:
+        sql = extract_sql(step.reply)
+        record["sql"] = sql
+        if sql is None:
+            error = "the answer contained no SQL query"
+            return replace(state, steps=(*state.steps, replace(step, note=f"That failed: {error}.")),
+                           sql="", error=error, ran=False, revised=revised)
+        try:
+            checked, result = self.ctx.run_sql(sql)
+        except (UnsafeSQLError, DatabaseError) as err:
+            feedback = error_feedback(sql, str(err), self.problem.schema)
+            record["error"] = str(err)
+            return replace(state, steps=(*state.steps, replace(step, note=f"That query failed: {feedback}")),
+                           sql=sql, error=feedback, ran=False, revised=revised)
+        record["rows"] = len(result.rows)
+        error = None
+        if looks_empty(result.rows):
+            missing = missing_filter_values(checked.sql, self.ctx.db, self.problem.schema,
+                                            self.ctx.settings.safety)
+            if missing:
+                error = ("It found nothing, because these filter values are not in the data:\n"
+                         + missing_values_text(missing))
+                record["missing"] = [m.text() for m in missing]
+        note = error or ""
+        return replace(state, steps=(*state.steps, replace(step, note=note)), sql=checked.sql,
+                       error=error, ran=True, revised=revised)
+
+
+def _merged(turns: list[Message]) -> tuple[Message, ...]:
+    """Consecutive turns of one role joined (a switched-off stage leaves two user turns)."""
+    out: list[Message] = []
+    for turn in turns:
+        if out and out[-1].role == turn.role:
+            out[-1] = Message(role=turn.role, content=f"{out[-1].content}\n\n{turn.content}")
+        else:
+            out.append(turn)
+    return tuple(out)

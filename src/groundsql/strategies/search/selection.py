@@ -1,0 +1,89 @@
+"""Trajectory selection (IESR 3.3): which finished trajectory answers.
+
+Trajectories whose queries give the same result on the probe databases form one candidate.
+Each is scored
+
+    score = alpha * Exec + beta * DiscConf + gamma * ConsVote      (0.4, 0.2, 0.4 by default)
+
+Exec is 1 for a query that ran and whose result is not explained away (an empty result caused
+by a filter value that is not in the data scores 0.5); ConsVote is the candidate's share of the
+trajectories; DiscConf is the discriminator's verdict: the candidate's trajectory is masked
+from a random step and completed again by the same model with other sampling; 1 when the
+completion gives the candidate's result, 0 when it does not, 0.5 when it was not checked
+(only the leading candidates are, and none when the trajectories all agree).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from groundsql.config import SearchConfig
+from groundsql.strategies.search.actions import SearchEnvironment, Trajectory
+from groundsql.strategies.search.probe import Probe, Signature
+
+__all__ = ["Candidate", "select_candidate"]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    trajectory: Trajectory
+    signature: Signature | None
+
+
+def select_candidate(candidates: list[Candidate], env: SearchEnvironment, probe: Probe,
+                     config: SearchConfig, rng: random.Random) -> tuple[Candidate, list[dict[str, Any]]]:
+    groups: dict[Any, list[Candidate]] = {}
+    for c in candidates:
+        key = c.signature if c.signature is not None else ("unrun", c.trajectory.sql)
+        groups.setdefault(key, []).append(c)
+    ordered = sorted(groups.values(), key=lambda g: (-len(g), -_exec(g), candidates.index(g[0])))
+    disc = {id(g): 0.5 for g in ordered}
+    if config.discriminator and len(ordered) > 1:
+        for group in ordered[:config.discriminated]:
+            verdict = _discriminate(group[0], env, probe, rng)
+            if verdict is not None:
+                disc[id(group)] = verdict
+    alpha, beta, gamma = config.weights
+    scored = []
+    for g in ordered:
+        vote = len(g) / len(candidates)
+        score = alpha * _exec(g) + beta * disc[id(g)] + gamma * vote
+        scored.append((score, g))
+    best = max(scored, key=lambda sg: (sg[0], -ordered.index(sg[1])))[1]
+    report = [{"sql": g[0].trajectory.sql, "trajectories": len(g), "exec": _exec(g),
+               "discriminator": disc[id(g)], "score": round(s, 3),
+               "actions": [st.action for st in g[0].trajectory.steps]} for s, g in scored]
+    return best[0], report
+
+
+def _exec(group: list[Candidate]) -> float:
+    return max(1.0 if c.trajectory.ran and c.trajectory.error is None else
+               0.5 if c.trajectory.ran else 0.0 for c in group)
+
+
+def _discriminate(candidate: Candidate, env: SearchEnvironment, probe: Probe,
+                  rng: random.Random) -> float | None:
+    """Mask the trajectory from a random step, let the model complete it with other sampling;
+    whether the completion agrees. None when the budget allows no check."""
+    trajectory = candidate.trajectory
+    reasoning = [s for s in trajectory.steps if s.action not in ("sql_generation", "sql_revision")]
+    cut = rng.randrange(0, len(reasoning) + 1)  # keep this many reasoning steps
+    kept = reasoning[:cut]
+    computed = trajectory.computed if any(s.action == "equation_analysis" for s in kept) else ()
+    state = Trajectory(steps=tuple(kept), computed=computed)
+    was_hot, env.hot = env.hot, True
+    try:
+        while not env.is_terminal(state):
+            if env.exhausted():
+                return None
+            state = env.apply(state, env.default_action(state))
+    finally:
+        env.hot = was_hot
+    if not state.sql or not state.ran:
+        return 0.0
+    signatures = probe.signatures([state.sql, trajectory.sql or ""])
+    mine = signatures.get(trajectory.sql or "")
+    return 1.0 if mine is not None and signatures.get(state.sql) == mine else 0.0
+

@@ -1,0 +1,48 @@
+"""Information understanding (IESR-style): the numbers and units a question states, a rule
+base of named quantities and formulas checked by dimensional analysis, and a safe,
+unit-aware calculator, so the model never does arithmetic or unit conversion itself.
+
+  quantities.py  extract_quantities(question) -> [Quantity]   (pint; roles for ids, years...)
+  rulebase.py    RuleBase.load(path) / check_relation(...)    (rules.yaml, validated)
+  calculator.py  evaluate(expr, constants), convert(q, unit), sql_constants(quantities)
+"""
+
+from __future__ import annotations
+
+from groundsql.understanding.calculator import (
+    CalcResult,
+    CalculatorError,
+    convert,
+    evaluate,
+    named_constants,
+    sql_constants,
+)
+from groundsql.understanding.quantities import Quantity, Role, extract_quantities
+from groundsql.understanding.rulebase import (
+    Formula,
+    NamedQuantity,
+    Relation,
+    RuleBase,
+    Settings,
+    Verdict,
+    default_rules,
+)
+
+__all__ = [
+    "CalcResult",
+    "CalculatorError",
+    "Formula",
+    "NamedQuantity",
+    "Quantity",
+    "Relation",
+    "Role",
+    "RuleBase",
+    "Settings",
+    "Verdict",
+    "convert",
+    "default_rules",
+    "evaluate",
+    "extract_quantities",
+    "named_constants",
+    "sql_constants",
+]

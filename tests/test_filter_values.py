@@ -1,0 +1,64 @@
+"""Filter values checked against the data (grounding/values.py), on a real Spider database."""
+
+from __future__ import annotations
+
+import pytest
+
+from groundsql.config import SafetyConfig
+from groundsql.db import Database
+from groundsql.grounding.values import looks_empty, missing_filter_values
+from tests.conftest import spider_db
+
+# (query, what the check reports: "table.column op literal" of each missing value, closest first)
+CASES = [
+    ("SELECT Name FROM singer WHERE Country = 'France'", []),
+    ("SELECT Name FROM singer WHERE Country = 'france'", ["singer.Country = 'france' -> France"]),
+    ("SELECT Name FROM singer WHERE Country = 'USA' AND Age > 20",
+     ["singer.Country = 'USA' -> United States"]),
+    ("SELECT T1.Name FROM singer AS T1 JOIN singer_in_concert AS T2 ON T1.Singer_ID = T2.Singer_ID "
+     "WHERE T1.Name = 'Joe Sharpe'", ["singer.Name = 'Joe Sharpe' -> Joe Sharp"]),
+    ("SELECT count(*) FROM concert WHERE Year = 1999", ["concert.Year = 1999 -> 2014"]),
+    ("SELECT Name FROM singer WHERE Country IN ('France', 'Germany')",
+     ["singer.Country = 'Germany' -> "]),
+    ("SELECT Name FROM singer WHERE Name LIKE '%Timba%'", []),
+    ("SELECT Name FROM singer WHERE Name LIKE '%Zorro%'", ["singer.Name LIKE '%Zorro%' -> "]),
+    # A negated filter that matches nothing does not empty a result: not reported.
+    ("SELECT Name FROM singer WHERE NOT Country = 'Atlantis'", []),
+    # A subquery's or CTE's column is not a table's: not probed.
+    ("WITH t AS (SELECT Country AS c FROM singer) SELECT c FROM t WHERE c = 'Atlantis'", []),
+    ("SELECT Name FROM singer WHERE Country = 'Atlantis' OR Country = 'France'",
+     ["singer.Country = 'Atlantis' -> "]),
+]
+
+
+@pytest.fixture(scope="module")
+def db() -> Database:
+    database = Database(f"sqlite:///{spider_db('concert_singer')}")
+    yield database
+    database.close()
+
+
+@pytest.mark.parametrize("sql, expected", CASES, ids=[c[0][:60] for c in CASES])
+def test_missing_filter_values(db: Database, sql: str, expected: list[str]) -> None:
+    found = missing_filter_values(sql, db, db.introspect(), SafetyConfig())
+    got = [f"{m.table}.{m.column} {m.op} {m.literal!r} -> {m.closest[0] if m.closest else ''}"
+           for m in found]
+    expected_heads = [e.split(" -> ")[0] for e in expected]
+    assert [g.split(" -> ")[0] for g in got] == expected_heads
+    for g, e in zip(got, expected):
+        closest = e.split(" -> ")[1]
+        if closest:
+            assert g.split(" -> ")[1] == closest
+
+
+def test_the_closest_values_are_real_values_of_the_column(db: Database) -> None:
+    (missing,) = missing_filter_values("SELECT * FROM singer WHERE Country = 'Frnace'", db,
+                                       db.introspect(), SafetyConfig())
+    countries = {r[0] for r in db.execute("SELECT DISTINCT Country FROM singer").rows}
+    assert missing.closest[0] == "France" and set(missing.closest) <= countries
+
+
+@pytest.mark.parametrize("rows, empty", [((), True), (((0,),), True), (((None, 0),), True),
+                                          (((3,),), False), (((0,), (0,)), False), ((("",),), False)])
+def test_what_counts_as_an_empty_result(rows, empty) -> None:
+    assert looks_empty(rows) is empty

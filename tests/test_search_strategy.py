@@ -1,0 +1,183 @@
+"""The search strategy end to end on real databases with a scripted model (plumbing only: no
+accuracy is claimed from a script): the actions' tools, the reward on probe variants, the
+early stop, the call cap and the selection."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from groundsql.config import Settings
+from groundsql.db import Database
+from groundsql.llm.base import LLM, ChatRequest, Completion
+from groundsql.strategies import Context, get_strategy
+from tests.conftest import BENCHMARKS, spider_db
+
+STAGES = {
+    "Describe the question": "understand",
+    "Equation analysis": "equation_analysis",
+    "Schema selection": "schema_selection",
+    "Identify columns": "identify_columns",
+    "Entity extraction": "entity_extraction",
+    "Revise the query": "sql_revision",
+    "Write one": "sql_generation",
+}
+
+
+def stage_of(request: ChatRequest) -> str:
+    text = request.messages[-1].content
+    return next((stage for marker, stage in STAGES.items() if marker in text), "?")
+
+
+class Scripted(LLM):
+    """Answers each action by what its turn asks; a list of answers is served in turn."""
+
+    def __init__(self, **answers: str | list[str]) -> None:
+        self.answers = {k: list(v) if isinstance(v, list) else [v] for k, v in answers.items()}
+        self.requests: list[ChatRequest] = []
+        self.model_id, self.retries, self.retry_backoff_s = "scripted", 0, 0.0
+
+    def _complete(self, request: ChatRequest) -> Completion:
+        self.requests.append(request)
+        queue = self.answers.get(stage_of(request)) or ['{}']
+        text = queue.pop(0) if len(queue) > 1 else queue[0]
+        return Completion(text=text, model=self.model_id, prompt_tokens=10, completion_tokens=5)
+
+    def stages(self) -> list[str]:
+        return [stage_of(r) for r in self.requests]
+
+
+def sql(query: str) -> str:
+    return f"```sql\n{query}\n```"
+
+
+def run(db_path: Path, question: str, llm: LLM, **search) -> object:
+    settings = Settings.model_validate({"search": search, "grounded": {"embeddings": False}})
+    with Database(f"sqlite:///{db_path}") as db:
+        return get_strategy("search")(question, Context(db=db, llm=llm, settings=settings))
+
+
+@pytest.fixture
+def concert(tmp_path: Path) -> Path:
+    copy = tmp_path / "concert_singer.sqlite"
+    shutil.copy(spider_db("concert_singer"), copy)
+    return copy
+
+
+@pytest.fixture
+def car(tmp_path: Path) -> Path:
+    source = BENCHMARKS / "logiccat" / "database" / "car" / "car.sqlite"
+    if not source.is_file():
+        pytest.skip(f"{source} is not here")
+    copy = tmp_path / "car.sqlite"
+    shutil.copy(source, copy)
+    return copy
+
+
+FRANCE = "SELECT Name FROM singer WHERE Country = 'France'"
+OLDER = "SELECT Name FROM singer WHERE Age > 40"
+
+
+def test_the_majority_result_wins_and_the_answer_shows_its_trajectories(concert) -> None:
+    llm = Scripted(understand='{"intent": "singers from France"}',
+                   sql_generation=[sql(FRANCE), sql(OLDER), sql(FRANCE), sql(FRANCE)],
+                   schema_selection='{"tables": ["singer"]}',
+                   entity_extraction='{"filters": [{"column": "singer.Country", "value": "france"}]}')
+    answer = run(concert, "What are the names of the singers from France?", llm,
+                 rollouts=6, early_stop=0, discriminator=False)
+    assert answer.ok and "France" in answer.sql
+    assert sorted(answer.rows) == [("John Nizinik",), ("Justin Brown",), ("Rose White",), ("Tribal King",)]
+    votes = {c["sql"].split("WHERE ")[1].split(" LIMIT")[0]: c["trajectories"]
+             for c in answer.grounds["candidates"]}
+    assert votes["Country = 'France'"] > votes["Age > 40"]
+    # The first trajectory is a greedy direct generation; later ones sample.
+    generations = [r for r in llm.requests if stage_of(r) == "sql_generation"]
+    assert generations[0].temperature == 0.0 and generations[-1].temperature > 0
+    # Entity extraction: the value was looked up, and the closest real one told to the model.
+    told = [r.messages[-1].content for r in llm.requests
+            if "Checked against the data" in r.messages[-1].content]
+    assert told and "singer.Country = 'france' matches no row (closest values in Country: 'France'" in told[0]
+    # Every call of the question extends the same prefix (system + question turn).
+    first = llm.requests[0].messages[:2]
+    assert all(r.messages[:2] == first for r in llm.requests)
+
+
+def test_search_stops_when_the_results_agree_and_never_exceeds_its_call_cap(concert) -> None:
+    llm = Scripted(sql_generation=sql(FRANCE), understand="{}")
+    answer = run(concert, "Which singers are from France?", llm, rollouts=10, early_stop=3)
+    assert answer.ok
+    assert llm.stages().count("sql_generation") == 3  # three agreeing trajectories: stop
+    search = next(s for s in answer.steps if s.name == "search")
+    assert search.detail["rollouts_run"] == 3
+    llm = Scripted(sql_generation=[sql(FRANCE), sql(OLDER)], understand="{}")
+    answer = run(concert, "Which singers are from France?", llm, rollouts=30, early_stop=0, max_calls=5)
+    assert answer.ok and len(llm.requests) <= 5
+
+
+def test_a_failing_query_is_revised_with_the_real_columns(concert) -> None:
+    llm = Scripted(understand="{}", sql_generation=sql("SELECT nom FROM singer"), sql_revision=sql(FRANCE))
+    answer = run(concert, "Which singers are from France?", llm, rollouts=1, early_stop=0)
+    assert answer.ok and answer.sql.startswith(FRANCE)
+    revision = next(r for r in llm.requests if stage_of(r) == "sql_revision")
+    assert "no such column: nom" in revision.messages[-1].content
+    assert "singer: Singer_ID, Name, Country" in revision.messages[-1].content
+
+
+def test_the_calculator_does_the_arithmetic_and_its_results_reach_the_sql_turn(car) -> None:
+    question = ("A fuel car has a fuel tank capacity of 60L, with a highway fuel consumption of "
+                "6.5L/100km. When the fuel gauge shows 15% remaining, what is the maximum distance "
+                "it can continue to travel on a highway?")
+    equation = ('{"constants": [{"name": "fuel_left", "expression": "fuel_tank_capacity * 0.15", '
+                '"unit": "L"}, {"name": "bad", "expression": "__import__(1)"}], '
+                '"formulas": ["range = fuel_left / highway_fuel_consumption"]}')
+    llm = Scripted(understand='{"relations": ["energy = fuel_tank_capacity * highway_fuel_consumption"]}',
+                   equation_analysis=equation,
+                   sql_generation=sql("SELECT 9 / 6.5 * 100 AS range_km"))
+    answer = run(car, question, llm, rollouts=2, early_stop=0, discriminator=False,
+                 actions="equation_analysis")
+    assert answer.ok and answer.rows == ((pytest.approx(138.4615, rel=1e-4),),)
+    equation_step = next(s for s in answer.steps if s.name == "equation_analysis")
+    assert equation_step.detail["computed"] == ["fuel_left = 9 L"]
+    after = [r for r in llm.requests if "Calculator results" in r.messages[-1].content]
+    assert after and "fuel_left = fuel_tank_capacity * 0.15 = 9 L" in after[0].messages[-1].content
+    assert "bad = __import__(1): not computed" in after[0].messages[-1].content
+    # The numbers were extracted without the model, and a relation whose units disagree reported.
+    system_turn = llm.requests[0].messages[1].content
+    assert "highway_fuel_consumption = 6.5 L/100km" in system_turn
+    unit_check = [m.content for m in llm.requests[-1].messages if m.content.startswith("Unit check")]
+    assert unit_check and "energy = fuel_tank_capacity * highway_fuel_consumption" in unit_check[0]
+
+
+def test_the_reward_tells_queries_apart_on_populated_variants_of_an_empty_database(car) -> None:
+    # The LogicCat database holds no rows: on it both queries return nothing and would agree.
+    heavy = "SELECT Model FROM cars WHERE Weight > 2000"
+    light = "SELECT Model FROM cars WHERE Weight < 1000"
+    llm = Scripted(understand="{}", sql_generation=[sql(heavy), sql(light), sql(heavy)])
+    answer = run(car, "Which car models weigh over 2000 kg?", llm, rollouts=3, early_stop=0,
+                 discriminator=False)
+    groups = sorted(c["trajectories"] for c in answer.grounds["candidates"])
+    assert groups == [1, 2] and "> 2000" in answer.sql
+    llm = Scripted(understand="{}", sql_generation=[sql(heavy), sql(light), sql(heavy)])
+    answer = run(car, "Which car models weigh over 2000 kg?", llm, rollouts=3, early_stop=0,
+                 discriminator=False, probe_variants=0)
+    assert [c["trajectories"] for c in answer.grounds["candidates"]] == [3]  # all "agree" on nothing
+
+
+def test_the_discriminator_completes_a_masked_trajectory(concert) -> None:
+    llm = Scripted(understand="{}", sql_generation=[sql(FRANCE), sql(OLDER), sql(OLDER), sql(FRANCE)])
+    answer = run(concert, "Which singers are from France?", llm, rollouts=2, early_stop=0,
+                 actions="sql_generation", root_samples=2, discriminated=2)
+    verdicts = {c["sql"].split("WHERE ")[1].split(" LIMIT")[0]: c["discriminator"]
+                for c in answer.grounds["candidates"]}
+    # Two trajectories disagreed; each was completed once more: OLDER, then FRANCE.
+    assert llm.stages().count("sql_generation") == 4
+    assert verdicts == {"Country = 'France'": 0.0, "Age > 40": 0.0}
+
+
+def test_the_ablation_switches_are_settings() -> None:
+    settings = Settings.model_validate({"search": {"actions": "schema_selection+sql_revision"}})
+    assert settings.search.actions == ("schema_selection", "sql_revision", "sql_generation")
+    with pytest.raises(ValueError, match="unknown action"):
+        Settings.model_validate({"search": {"actions": "guessing"}})
