@@ -11,17 +11,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from groundsql.errors import ConfigError
 from groundsql.packs.model import DomainPack, PackFile, SchemaDocs
 from groundsql.retrieval.bank import QueryBank
 from groundsql.schema.model import Schema
+from groundsql.yamlfile import Where, line_of, read_yaml
 
 PACK_FILE, SCHEMA_FILE, BANK_FILE = "pack.yaml", "schema.yaml", "bank.jsonl"
 
-Path_ = tuple[str | int, ...]
 
 
 def load_pack(folder: str | Path) -> DomainPack:
@@ -46,9 +45,9 @@ def check_pack(pack: DomainPack, schema: Schema, folder: str | Path) -> None:
     names the file, line and field of the first mistake."""
     folder = Path(folder)
     columns = {t.name.lower(): {c.name.lower() for c in t.columns} for t in schema.tables}
-    problems: list[tuple[str, Path_, str]] = []
+    problems: list[tuple[str, Where, str]] = []
 
-    def need(file: str, where: Path_, table: str, column: str | None = None) -> None:
+    def need(file: str, where: Where, table: str, column: str | None = None) -> None:
         if table.lower() not in columns:
             problems.append((file, where, f"no table {table!r} in the database"))
         elif column is not None and column.lower() not in columns[table.lower()]:
@@ -80,51 +79,17 @@ def check_pack(pack: DomainPack, schema: Schema, folder: str | Path) -> None:
 
 
 def _read(path: Path, model: type[BaseModel]) -> Any:
-    text = path.read_text(encoding="utf-8")
+    data, lines = read_yaml(path)
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"{path}{line}: not valid YAML ({getattr(err, 'problem', err)})") from err
-    lines: dict[Path_, int] = {}
-    if root is not None:
-        _lines(root, (), lines)
-    try:
-        return model.model_validate(data if data is not None else {})
+        return model.model_validate(data)
     except ValidationError as err:
         first = err.errors()[0]
         where = tuple(first["loc"])
         field = ".".join(str(p) for p in where) or "(top level)"
-        raise ConfigError(f"{path}:{_line(lines, where)}: {field}: {first['msg']}") from err
+        raise ConfigError(f"{path}:{line_of(lines, where)}: {field}: {first['msg']}") from err
 
 
-def _lines(node: yaml.Node, path: Path_, out: dict[Path_, int]) -> None:
-    """The line (1-based) of every key and list item, by its path from the root."""
-    out.setdefault(path, node.start_mark.line + 1)
-    if isinstance(node, yaml.MappingNode):
-        for key, value in node.value:
-            child = path + (key.value,)
-            out[child] = key.start_mark.line + 1
-            _lines(value, child, out)
-    elif isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            _lines(item, path + (i,), out)
-
-
-def _line(lines: dict[Path_, int], where: Path_) -> int:
-    """The line of the deepest part of `where` the file has (a missing field: its parent's)."""
-    for end in range(len(where), -1, -1):
-        if where[:end] in lines:
-            return lines[where[:end]]
-    return 1
-
-
-def _locate(path: Path, where: Path_) -> str:
-    lines: dict[Path_, int] = {}
-    root = yaml.compose(path.read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
-    if root is not None:
-        _lines(root, (), lines)
+def _locate(path: Path, where: Where) -> str:
+    _, lines = read_yaml(path)
     field = ".".join(str(p) for p in where)
-    return f"{path}:{_line(lines, where)}: {field}"
+    return f"{path}:{line_of(lines, where)}: {field}"

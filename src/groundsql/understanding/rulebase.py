@@ -25,17 +25,16 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Protocol
 
 import pint
-import yaml
 from pint.util import ParserHelper, UnitsContainer
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from groundsql.errors import ConfigError
+from groundsql.yamlfile import Where, line_of, read_yaml
 
 DEFAULT_RULES = Path(__file__).with_name("rules.yaml")
 
 Identifier = Annotated[str, StringConstraints(pattern=r"^[a-z_][a-z0-9_]*$")]
 Status = Literal["consistent", "inconsistent", "rescale", "unknown", "invalid"]
-_Where = tuple[str | int, ...]
 
 
 # ------------------------------------------------------------------------------------------
@@ -147,11 +146,11 @@ class RuleBase:
         """The rules in `path` (default: the packaged rules.yaml); a ConfigError naming the
         file, line and field of the first mistake."""
         source = Path(path) if path is not None else DEFAULT_RULES
-        data, lines = _read_yaml(source)
+        data, lines = read_yaml(source)
 
-        def fail(where: _Where, message: str) -> ConfigError:
+        def fail(where: Where, message: str) -> ConfigError:
             name = ".".join(str(p) for p in where) or "(top level)"
-            return ConfigError(f"{source}:{_line(lines, where)}: {name}: {message}")
+            return ConfigError(f"{source}:{line_of(lines, where)}: {name}: {message}")
 
         try:
             model = RulesFile.model_validate(data)
@@ -178,7 +177,7 @@ class RuleBase:
             raise ConfigError(f"settings.{'.'.join(map(str, first['loc']))}: {first['msg']}") from err
         return RuleBase(self.data.model_copy(update={"settings": settings}), self.registry, self.source)
 
-    def _validate(self, fail: Callable[[_Where, str], ConfigError]) -> None:
+    def _validate(self, fail: Callable[[Where, str], ConfigError]) -> None:
         """Check with pint what pydantic cannot: units, dimensions, formulas."""
         for key, target in self.data.aliases.items():
             if self._pint_unit(target) is None:
@@ -369,7 +368,11 @@ class RuleBase:
         """Whether the relation's two sides have the same dimension (and, when symbols carry
         concrete units, the same unit up to `settings.scale_tolerance`)."""
         # The calculator imports this module for units; import it here to avoid a cycle.
-        from groundsql.understanding.calculator import CalculatorError, expression_names, run
+        from groundsql.understanding.calculator import (
+            CalculatorError,
+            expression_names,
+            run,
+        )
 
         try:
             rel = Relation.parse(relation, symbols) if isinstance(relation, str) else relation
@@ -465,41 +468,3 @@ def _ratio(right: Any, left: Any) -> float:
     if isinstance(right, pint.Quantity):
         right = right.to(unit).magnitude
     return float(right) / float(left) if left else math.inf
-
-
-def _read_yaml(path: Path) -> tuple[Any, dict[_Where, int]]:
-    """The parsed file and the line of every key and item (so errors can point at them)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise ConfigError(f"{path}: cannot read the rules file ({err.strerror})") from err
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"{path}{line}: not valid YAML ({getattr(err, 'problem', err)})") from err
-    lines: dict[_Where, int] = {}
-    if root is not None:
-        _lines(root, (), lines)
-    return (data if data is not None else {}), lines
-
-
-def _lines(node: yaml.Node, where: _Where, out: dict[_Where, int]) -> None:
-    out.setdefault(where, node.start_mark.line + 1)
-    if isinstance(node, yaml.MappingNode):
-        for key, value in node.value:
-            out[where + (key.value,)] = key.start_mark.line + 1
-            _lines(value, where + (key.value,), out)
-    elif isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            _lines(item, where + (i,), out)
-
-
-def _line(lines: dict[_Where, int], where: _Where) -> int:
-    """The line of the deepest part of `where` the file has (a missing field: its parent's)."""
-    for end in range(len(where), -1, -1):
-        if where[:end] in lines:
-            return lines[where[:end]]
-    return 1
