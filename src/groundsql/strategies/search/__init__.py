@@ -51,7 +51,6 @@ def search(question: str, ctx: Context) -> Answer:
 
         def stop(reached: list[Node[Trajectory]]) -> bool:
             terminals[:] = reached
-            env.hot = True  # the first trajectory is greedy; the rest sample
             return env.exhausted() or _agreed(pool(), probe, config.early_stop)
 
         with trace.step("search", rollouts=config.rollouts) as step:

@@ -81,8 +81,10 @@ class SearchEnvironment:
     config: SearchConfig
     trace: Trace
     calls: int = 0
-    hot: bool = False  # sample at the configured temperature (after the first trajectory)
     graph: Any = field(default=None)
+    # Turns asked before: asked again (a root resample, a discriminator's completion), a turn
+    # is sampled at the configured temperature; asked the first time, it is greedy.
+    asked: set[tuple[Message, ...]] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self.graph = join_graph(self.problem.schema)
@@ -158,9 +160,12 @@ class SearchEnvironment:
     def _ask(self, state: Trajectory, prompt: str, *, json_output: bool, step: dict) -> str:
         llm = self.ctx.settings.llm
         self.calls += 1
+        messages = self.messages(state, prompt)
+        again = messages in self.asked
+        self.asked.add(messages)
         request = ChatRequest(
-            messages=self.messages(state, prompt),
-            temperature=self.config.temperature if self.hot else 0.0,
+            messages=messages,
+            temperature=self.config.temperature if again else 0.0,
             max_tokens=256 if json_output else llm.max_tokens,
             seed=llm.seed + self.calls,
         )

@@ -73,14 +73,10 @@ def _discriminate(candidate: Candidate, env: SearchEnvironment, probe: Probe,
     kept = reasoning[:cut]
     computed = trajectory.computed if any(s.action == "equation_analysis" for s in kept) else ()
     state = Trajectory(steps=tuple(kept), computed=computed)
-    was_hot, env.hot = env.hot, True
-    try:
-        while not env.is_terminal(state):
-            if env.exhausted():
-                return None
-            state = env.apply(state, env.default_action(state))
-    finally:
-        env.hot = was_hot
+    while not env.is_terminal(state):  # the turns were asked before: now they are sampled
+        if env.exhausted():
+            return None
+        state = env.apply(state, env.default_action(state))
     if not state.sql or not state.ran:
         return 0.0
     signatures = probe.signatures([state.sql, trajectory.sql or ""])
