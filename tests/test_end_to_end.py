@@ -106,3 +106,20 @@ def test_cli_table_output(tmp_path: Path) -> None:
     done = _cli("ask", "--db", str(spider_db("concert_singer")), "--model", MODEL, "How many singers do we have?")
     assert done.returncode == 0, done.stderr
     assert "SELECT" in done.stdout.upper() and "6" in done.stdout
+
+
+def test_search_strategy_with_the_real_model(settings: Settings) -> None:
+    # The whole search on a real model: understanding, compression, the tree, the probe
+    # variants, selection; a small budget keeps it quick. Proves the path, not accuracy.
+    question = "How many singers are older than 40?"
+    settings = settings.model_copy(update={"search": settings.search.model_copy(
+        update={"rollouts": 3, "max_calls": 6})})
+    with groundsql.connect(spider_db("concert_singer"), settings=settings) as session:
+        answer = session.ask(question, strategy="search")
+        gold = session.db.execute("SELECT count(*) FROM singer WHERE age > 40").rows
+    assert answer.ok, answer.error
+    assert 2 <= len(answer.calls) <= 6  # the semantic state and at least one generation
+    assert answer.grounds["candidates"] and answer.grounds["trajectory"][-1] in (
+        "sql_generation", "sql_revision")
+    assert [s.name for s in answer.steps][:2] == ["compress schema", "understand"]
+    assert _same_result(answer.rows, gold, False), (answer.sql, answer.rows, gold)

@@ -54,7 +54,8 @@ def sql(query: str) -> str:
 
 
 def run(db_path: Path, question: str, llm: LLM, **search) -> object:
-    settings = Settings.model_validate({"search": search, "grounded": {"embeddings": False}})
+    search = {"compression_settings": {"embedding_weight": 0.0}, **search}  # lexical: fast
+    settings = Settings.model_validate({"search": search})
     with Database(f"sqlite:///{db_path}") as db:
         return get_strategy("search")(question, Context(db=db, llm=llm, settings=settings))
 

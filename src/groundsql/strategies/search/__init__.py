@@ -95,7 +95,9 @@ def _compress(ctx: Context, question: str, config: SearchConfig, trace: Trace) -
     with trace.step("compress schema", on=config.compression) as step:
         index = ctx.resources.get("search-index")
         if index is None:
-            embedder = load_embedder() if ctx.settings.grounded.embeddings else None
+            # An embedding weight of 0 means lexical compression only: no model is loaded.
+            wanted = config.compression_settings.embedding_weight > 0
+            embedder = load_embedder() if wanted else None
             index = SchemaIndex.build(ctx.db, ctx.schema, embedder, config=config.compression_settings)
             ctx.resources["search-index"] = index
         settings = config.compression_settings
