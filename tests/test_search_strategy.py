@@ -95,7 +95,7 @@ def test_the_majority_result_wins_and_the_answer_shows_its_trajectories(concert)
     assert votes["Country = 'France'"] > votes["Age > 40"]
     # The first trajectory is a greedy direct generation; later ones sample.
     generations = [r for r in llm.requests if stage_of(r) == "sql_generation"]
-    assert generations[0].temperature == 0.0 and generations[-1].temperature > 0
+    assert generations[0].temperature == 0.0 and any(g.temperature > 0 for g in generations)
     # Entity extraction: the value was looked up, and the closest real one told to the model.
     told = [r.messages[-1].content for r in llm.requests
             if "Checked against the data" in r.messages[-1].content]

@@ -13,11 +13,12 @@ class Script:
     """States are tuples of actions. "x" and "y" are reasoning steps (each at most once);
     "sql" ends a trajectory. Rewards are scripted per trajectory; every apply is counted."""
 
-    def __init__(self, rewards: dict[tuple[str, ...], float], default: float = 0.0) -> None:
-        self.rewards, self.default, self.applied = rewards, default, []
+    def __init__(self, rewards: dict[tuple[str, ...], float], default: float = 0.0,
+                 steps: tuple[str, ...] = ("x", "y")) -> None:
+        self.rewards, self.default, self.applied, self.steps = rewards, default, [], steps
 
     def actions(self, state):
-        return [a for a in ("x", "y") if a not in state] + ["sql"]
+        return ["sql"] + [a for a in self.steps if a not in state]
 
     def apply(self, state, action):
         self.applied.append(state + (action,))
@@ -61,6 +62,7 @@ def test_expand_then_rollout_reach_a_terminal_within_the_depth_limit() -> None:
     env = Script({})
     root = Node(())
     root.untried = list(env.actions(()))
+    root.untried = ["x", "y", "sql"]
     child = expand(root, env)
     assert child.state == ("x",) and root.untried == ["y", "sql"]
     end = rollout(child, env, depth_limit=5)
@@ -79,13 +81,28 @@ def test_select_follows_the_best_child_of_a_fully_expanded_node() -> None:
 
 
 def test_search_concentrates_on_the_rewarding_branch() -> None:
-    env = Script({("y", "sql"): 1.0, ("y", "x", "sql"): 1.0, ("x", "y", "sql"): 0.5})
-    result = search((), env, rollouts=12, exploration=0.5, depth_limit=4)
+    # Three reasoning steps: 16 trajectories. Those starting with "y" pay, the others do not.
+    steps = ("x", "y", "z")
+    env = Script({}, default=0.0, steps=steps)
+    env.reward = lambda state: 1.0 if state[0] == "y" else 0.1
+    result = search((), env, rollouts=9, exploration=0.5, depth_limit=5)
     visits = {c.action: c.visits for c in result.root.children}
-    assert visits["y"] > visits["x"] and visits["y"] > visits.get("sql", 0)
-    assert result.root.visits == result.rollouts == 12
-    best = max(result.terminals, key=lambda n: env.reward(n.state))
-    assert best.state[0] == "y" and env.reward(best.state) == 1.0
+    assert visits["y"] > visits["x"] and visits["y"] > visits["z"]
+    assert result.root.visits == result.rollouts == 9
+    assert sum(1 for n in result.terminals if n.state[0] == "y") >= 4
+    # With equal rewards the visits spread evenly over the branches.
+    env = Script({}, default=0.5, steps=steps)
+    result = search((), env, rollouts=9, exploration=0.5, depth_limit=5)
+    counts = sorted(c.visits for c in result.root.children if c.action != "sql")
+    assert counts[-1] - counts[0] <= 1
+
+
+def test_a_finished_trajectory_is_never_revisited() -> None:
+    env = Script({("sql",): 1.0}, default=0.0)
+    result = search((), env, rollouts=50, exploration=0.0, depth_limit=4)
+    states = [n.state for n in result.terminals]
+    assert len(states) == len(set(states)) == 5  # each trajectory once, then the tree is done
+    assert result.rollouts == 5
 
 
 def test_search_stops_early_and_when_the_tree_is_exhausted() -> None:

@@ -12,7 +12,8 @@ it. The search is the textbook loop (Kocsis & Szepesvari's UCT, as IESR and Alph
     reward    score the terminal state (execution self-consistency, in strategies/search);
     backprop  add the reward to every node on the path and count the visit.
 
-The budget is a number of rollouts; `stop` lets the caller end early (when the votes agree).
+The budget is a number of rollouts (new trajectories); `stop` lets the caller end early (when
+the votes agree).
 Pure bookkeeping: no model, no database; tested on a scripted environment.
 """
 
@@ -75,11 +76,23 @@ def uct(child: Node, parent_visits: int, exploration: float) -> float:
 
 
 def select(root: Node, exploration: float, is_terminal: Callable[[object], bool]) -> Node:
-    """Descend by UCT while the node is fully expanded, has children and is not terminal."""
+    """Descend by UCT while the node is fully expanded and not terminal, into children that
+    still have something to explore (a finished trajectory is scored once: revisiting it
+    would cost a rollout and teach nothing)."""
     node = root
-    while not node.untried and node.children and not is_terminal(node.state):
-        node = max(node.children, key=lambda c: uct(c, node.visits, exploration))
+    while not node.untried and not is_terminal(node.state):
+        open_children = [c for c in node.children if not exhausted(c, is_terminal)]
+        if not open_children:
+            break
+        node = max(open_children, key=lambda c: uct(c, node.visits, exploration))
     return node
+
+
+def exhausted(node: Node, is_terminal: Callable[[object], bool]) -> bool:
+    """Nothing left to try below this node."""
+    if is_terminal(node.state):
+        return True
+    return not node.untried and all(exhausted(c, is_terminal) for c in node.children)
 
 
 def expand(node: Node[S], env: Environment[S]) -> Node[S]:
@@ -129,12 +142,8 @@ def search(root_state: S, env: Environment[S], *, rollouts: int, exploration: fl
     done = 0
     while done < rollouts:
         leaf = select(root, exploration, env.is_terminal)
-        if env.is_terminal(leaf.state):
-            if leaf.parent is None or not _expandable(root, env):
-                break  # the whole tree is explored
-            backpropagate(leaf, env.reward(leaf.state))  # revisit: its score stands
-            done += 1
-            continue
+        if exhausted(leaf, env.is_terminal):
+            break  # the whole tree is explored
         child = expand(leaf, env) if leaf.untried else leaf
         end = rollout(child, env, depth_limit)
         reward = env.reward(end.state) if env.is_terminal(end.state) else 0.0
@@ -145,13 +154,3 @@ def search(root_state: S, env: Environment[S], *, rollouts: int, exploration: fl
         if stop(terminals):
             break
     return SearchResult(root, terminals, done)
-
-
-def _expandable(root: Node, env: Environment) -> bool:
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if node.untried and not env.is_terminal(node.state):
-            return True
-        stack.extend(node.children)
-    return False
