@@ -18,6 +18,18 @@ def test_wrong_column_lists_real_columns_by_alias(concert_singer: Path) -> None:
     assert text.splitlines()[0] == "no such column: T2.Name"
     assert "- T2 = singer_in_concert: concert_ID, Singer_ID" in text
     assert "- T1 = concert: concert_ID, concert_Name, Theme, Stadium_ID, Year" in text
+    # ... and where the column really is.
+    assert text.splitlines()[-1] == "Name is a column of singer, stadium: join that table to use it."
+
+
+def test_the_tables_that_have_a_missing_column_are_named(concert_singer: Path) -> None:
+    schema = Database(f"sqlite:///{concert_singer}").introspect()
+    sql = "SELECT s.Country FROM concert AS s"
+    for error in ('no such column: s.Country', 'column s.country does not exist',
+                  'Binder Error: Table "s" does not have a column named "Country"'):
+        assert "ountry is a column of singer: join" in error_feedback(sql, error, schema), error
+    assert error_feedback(sql, "no such column: s.Colour", schema).endswith(
+        "No table has a column named Colour.")
 
 
 def test_unknown_table_lists_the_real_ones(concert_singer: Path) -> None:

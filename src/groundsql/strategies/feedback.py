@@ -9,6 +9,8 @@ exist. Deterministic, from the introspected schema; no extra model call.
 
 from __future__ import annotations
 
+import re
+
 import sqlglot
 from sqlglot import exp
 
@@ -34,7 +36,31 @@ def error_feedback(sql: str, error: str, schema: Schema) -> str:
             shown = ", ".join(names[:_MAX_COLUMNS]) + (", ..." if len(names) > _MAX_COLUMNS else "")
             label = f"{alias} = {table.name}" if alias and alias.lower() != table.name.lower() else table.name
             lines.append(f"- {label}: {shown}")
+    missing = _missing_column(error)
+    if missing:
+        owners = [t.name for t in schema.tables if t.column(missing) is not None]
+        if owners:
+            lines.append(f"{missing} is a column of {', '.join(owners)}: join that table to use it.")
+        else:
+            lines.append(f"No table has a column named {missing}.")
     return "\n".join(lines)
+
+
+# How SQLite, PostgreSQL and DuckDB name a column that is not there.
+_MISSING_COLUMN = (
+    re.compile(r"no such column: (?:[\w\"]+\.)?\"?(\w+)"),
+    re.compile(r"column \"?(?:\w+\.)?(\w+)\"? does not exist"),
+    re.compile(r"does not have a column named \"(\w+)\""),
+    re.compile(r"Referenced column \"(\w+)\" not found"),
+)
+
+
+def _missing_column(error: str) -> str | None:
+    for pattern in _MISSING_COLUMN:
+        match = pattern.search(error)
+        if match:
+            return match.group(1)
+    return None
 
 
 def _tables_in(sql: str, dialect: str) -> list[tuple[str, str]]:
