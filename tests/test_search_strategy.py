@@ -4,6 +4,7 @@ early stop, the call cap and the selection."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -133,7 +134,8 @@ def test_the_calculator_does_the_arithmetic_and_its_results_reach_the_sql_turn(c
     equation = ('{"constants": [{"name": "fuel_left", "expression": "fuel_tank_capacity * 0.15", '
                 '"unit": "L"}, {"name": "bad", "expression": "__import__(1)"}], '
                 '"formulas": ["range = fuel_left / highway_fuel_consumption"]}')
-    llm = Scripted(understand='{"relations": ["energy = fuel_tank_capacity * highway_fuel_consumption"]}',
+    llm = Scripted(understand='{"relations": ["energy = fuel_tank_capacity * highway_fuel_consumption", '
+                              '"distance = speed * time"]}',
                    equation_analysis=equation,
                    sql_generation=sql("SELECT 9 / 6.5 * 100 AS range_km"))
     answer = run(car, question, llm, rollouts=2, early_stop=0, discriminator=False,
@@ -148,7 +150,9 @@ def test_the_calculator_does_the_arithmetic_and_its_results_reach_the_sql_turn(c
     system_turn = llm.requests[0].messages[1].content
     assert "highway_fuel_consumption = 6.5 L/100km" in system_turn
     unit_check = [m.content for m in llm.requests[-1].messages if m.content.startswith("Unit check")]
-    assert unit_check and "energy = fuel_tank_capacity * highway_fuel_consumption" in unit_check[0]
+    assert unit_check and "dropped energy = fuel_tank_capacity * highway_fuel_consumption" in unit_check[0]
+    state = llm.requests[-1].messages[2]  # the semantic state as every later turn sees it
+    assert state.role == "assistant" and json.loads(state.content)["relations"] == ["distance = speed * time"]
 
 
 def test_the_reward_tells_queries_apart_on_populated_variants_of_an_empty_database(car) -> None:

@@ -16,6 +16,7 @@ checks, bridge tables), a call cap, and an early stop when the results already a
 
 from __future__ import annotations
 
+import json
 import random
 
 from groundsql.config import SearchConfig
@@ -145,16 +146,22 @@ def _understand(ctx: Context, question: str, compressed: CompressedSchema, confi
         reply = completion.text
         checks = []
         if isinstance(state, dict):
-            symbols = {name: q for name, q in constants.items()}
+            # The rule base filters the relations: one whose units cannot agree is dropped from
+            # the state every later turn sees; one that needs a unit factor keeps a note.
+            kept = []
             for relation in [str(r) for r in state.get("relations", []) or []][:6]:
-                verdict = rules.check_relation(relation, symbols)
-                if verdict.status in ("inconsistent", "rescale"):
+                verdict = rules.check_relation(relation, dict(constants))
+                if verdict.status == "inconsistent":
+                    checks.append(f"- dropped {relation}: {verdict.reason}")
+                    continue
+                if verdict.status == "rescale":
                     checks.append(f"- {relation}: {verdict.reason}")
-            step.update(intent=state.get("intent"), relations=state.get("relations"),
-                        unit_checks=checks)
+                kept.append(relation)
+            step.update(intent=state.get("intent"), relations=kept, unit_checks=checks)
+            reply = json.dumps({**state, "relations": kept})
     prefix = [system, user, Message(role="assistant", content=reply)]
     if checks:
-        prefix.append(Message(role="user", content="Unit check of those relations:\n" + "\n".join(checks)))
+        prefix.append(Message(role="user", content="Unit check of the relations:\n" + "\n".join(checks)))
     return Problem(question, compressed.schema, tuple(prefix), constants, ctx.dialect_label, calls=1)
 
 
