@@ -189,13 +189,19 @@ def _known_words(ctx: Context, pack: DomainPack, schema: Schema) -> list[str]:
 
 def _domain_text(ctx: Context, pack: DomainPack, schema: Schema) -> str:
     about = "" if pack.description.upper().startswith("TODO") else pack.description
-    lines = [f"You are an expert data analyst who writes {ctx.dialect_label} SQL for the "
-             f"{pack.name} database. {about}".strip(), ""]
-    if _small(ctx, schema):  # shown whole, once, in full detail
+    if _small(ctx, schema):
+        # Shown whole, once, in full detail, under zero-shot's own instructions: on a small
+        # schema with nothing to ground the strategy asks exactly what zero-shot asks.
         gen = ctx.settings.generation
-        lines.append(render_schema(schema, gen.schema_format, with_examples=gen.with_examples))
+        system, _ = load_prompt("generate_sql").render(
+            dialect=ctx.dialect_label, examples="", question="",
+            schema=render_schema(schema, gen.schema_format, with_examples=gen.with_examples))
+        lines = [system.content]
+        if about:
+            lines += ["", f"The {pack.name} database: {about}"]
     else:  # an overview; the tables a question needs are shown in full in its own turn
-        lines.append("Tables (columns):")
+        lines = [f"You are an expert data analyst who writes {ctx.dialect_label} SQL for the "
+                 f"{pack.name} database. {about}".strip(), "", "Tables (columns):"]
         for table in schema.tables:
             drafted = table.description.upper().startswith("TODO")
             about = f" - {table.description}" if table.description and not drafted else ""
@@ -365,27 +371,33 @@ def _grounds_text(constraints: list[Constraint]) -> str:
 
 def _generation_request(ctx: Context, domain: _Domain, question: str, linked: LinkedSchema,
                         constraints: list[Constraint], examples: list[Example]) -> ChatRequest:
-    gen = ctx.settings.generation
-    small = _small(ctx, domain.schema)
     shown = "".join(f"Question: {e.question}\nSQL: {e.sql}\n\n" for e in examples)
-    joins = "\n".join(f"- {j}" for j in linked.joins) or "- (one table: no joins)"
-    if len(linked.tables) < len(domain.schema.tables):
-        tables = render_schema(domain.schema.restrict(linked.tables), gen.schema_format,
-                               with_examples=gen.with_examples)
-    elif small:  # the system prompt shows the whole schema in detail
-        tables, joins = "every table of the schema above", "its foreign keys"
-    else:  # nothing linked (an ablation): the overview above is all there is; no table in detail
-        tables = "every table listed above"
-    request = load_prompt("grounded_generate").request(
-        domain=domain.text,
-        linked=tables,
-        joins=joins,
-        grounds=_grounds_text(constraints),
-        examples=f"Solved examples:\n\n{shown}" if shown else "",
-        dialect=ctx.dialect_label,
-        filters="\n- Filter on the resolved values above, not on names or labels." if constraints else "",
-        question=question.strip(),
-    )
+    if _small(ctx, domain.schema):
+        # Zero-shot's turn (the system part already is zero-shot's), with what grounding found
+        # before the question. The label columns are in the prompt, so the model may filter on
+        # a label or on its id: no instruction to prefer ids.
+        evidence = _grounds_text(constraints) + (f"Solved examples:\n\n{shown}" if shown else "")
+        _, user = load_prompt("generate_sql").render(
+            dialect=ctx.dialect_label, schema="", question=question.strip(), examples=evidence)
+        request = ChatRequest(messages=(Message(role="system", content=domain.text), user))
+    else:
+        gen = ctx.settings.generation
+        if len(linked.tables) < len(domain.schema.tables):
+            tables = render_schema(domain.schema.restrict(linked.tables), gen.schema_format,
+                                   with_examples=gen.with_examples)
+            joins = "\n".join(f"- {j}" for j in linked.joins) or "- (one table: no joins)"
+        else:  # nothing linked (an ablation): the overview is all there is; no table in detail
+            tables, joins = "every table listed above", "\n".join(f"- {j}" for j in linked.joins)
+        request = load_prompt("grounded_generate").request(
+            domain=domain.text,
+            linked=tables,
+            joins=joins,
+            grounds=_grounds_text(constraints),
+            examples=f"Solved examples:\n\n{shown}" if shown else "",
+            dialect=ctx.dialect_label,
+            filters="\n- Filter on the resolved values above, not on names or labels." if constraints else "",
+            question=question.strip(),
+        )
     llm = ctx.settings.llm
     return request.model_copy(update={"temperature": llm.temperature, "max_tokens": llm.max_tokens,
                                       "seed": llm.seed})
