@@ -20,7 +20,7 @@ import json
 import random
 
 from groundsql.config import SearchConfig
-from groundsql.llm import Message
+from groundsql.llm import ChatRequest, Message
 from groundsql.prompts import load_prompt
 from groundsql.retrieval import load_embedder
 from groundsql.schema import render_schema
@@ -76,17 +76,13 @@ def search(question: str, ctx: Context) -> Answer:
     grounds = {
         "schema": {"tables": list(compressed.tables), "bridges": list(compressed.bridges),
                    "kept_columns": compressed.kept_columns, "of_columns": compressed.total_columns},
-        "constants": sql_constants(problem_constants(problem)),
+        "constants": sql_constants(list(problem.constants.values())),
         "trajectory": [s.action for s in chosen.trajectory.steps],
         "computed": [f"{n} = {v}" for n, v in chosen.trajectory.computed],
         "candidates": scores,
     }
     return trace.finish(sql=chosen.trajectory.sql, columns=result.columns, rows=result.rows,
                         truncated=result.truncated, grounds=grounds)
-
-
-def problem_constants(problem: Problem):
-    return list(problem.constants.values())
 
 
 # -- before the search -----------------------------------------------------------------------
@@ -137,8 +133,6 @@ def _understand(ctx: Context, question: str, compressed: CompressedSchema, confi
                        constants, ctx.dialect_label, calls=0)
     with trace.step("understand") as step:
         llm = ctx.settings.llm
-        from groundsql.llm import ChatRequest
-
         request = ChatRequest(messages=(system, user), temperature=0.0, max_tokens=256, seed=llm.seed)
         completion = ctx.llm.complete(request)
         step["calls"].append(completion)
