@@ -322,6 +322,11 @@ def test_lookup_reads_rows_narrows_big_tables_and_keeps_only_shown_ids(demo) -> 
         "What was the quarterly revenue?")
     assert [(c.value, c.label, c.phrase) for c in kept] == [(2, "Quarterly", "quarterly")]
     assert "replaced by id 2" in problems[0] and "not in the question" in problems[1]
+    # A row that does not say what the phrase says grounds nothing: dropped.
+    kept, problems = constraints_from({"constraints": [
+        {"table": "ref_period_type", "id": 2, "phrase": "youngest"}]}, [items],
+        "Who is the youngest analyst?")
+    assert kept == [] and problems == ["ref_period_type id 2 (Quarterly) does not name 'youngest'"]
 
 
 def test_the_command_line_prints_the_grounds(capsys) -> None:

@@ -9,8 +9,9 @@ the time; one that reads the rows is not. Three steps:
 2. their rows are read with plain SELECTs; a table with more rows than the limit is narrowed
    to the rows whose labels are most like the question (rapidfuzz);
 3. the model writes the constraints, each an ID from the rows it was shown and the phrase of
-   the question it grounds. Each is checked: an ID that was not shown, or a phrase that is not
-   in the question, is dropped, never used; when another shown row's label is the phrase
+   the question it grounds. Each is checked: an ID that was not shown, a phrase that is not
+   in the question, or a row whose label (or extra values) does not say what the phrase says
+   is dropped, never used; when another shown row's label is the phrase
    itself ("EBITDA" answered with the id of "Operating Income"), that row is taken. Every
    constraint keeps its provenance (table, key, label, row).
 """
@@ -84,6 +85,7 @@ def rows_prompt(tables: Sequence[ReferenceRows]) -> str:
 
 _IN_QUESTION = 80  # partial_ratio a phrase needs to count as words of the question
 _SAME_LABEL = 90  # ratio at which a label is the phrase itself
+_NAMES_IT = 75  # partial_ratio of the phrase with the row's label (or an extra) a constraint needs
 
 
 def constraints_from(answer: Any, tables: Sequence[ReferenceRows],
@@ -115,6 +117,9 @@ def constraints_from(answer: Any, tables: Sequence[ReferenceRows],
             problems.append(f"{table.ref.table} id {row[0]!r} ({row[1]}) for {phrase!r} replaced by "
                             f"id {named[0]!r} ({named[1]}), whose label it is")
             row = named
+        if not _names(phrase, row):
+            problems.append(f"{table.ref.table} id {row[0]!r} ({row[1]}) does not name {phrase!r}")
+            continue
         constraint = Constraint(
             table=table.ref.table, column=table.ref.key, value=row[0], label=str(row[1]),
             phrase=phrase, source="lookup", row=dict(zip(table.columns, row)),
@@ -127,6 +132,14 @@ def constraints_from(answer: Any, tables: Sequence[ReferenceRows],
 def _in(phrase: str, question: str) -> bool:
     return bool(phrase) and fuzz.partial_ratio(utils.default_process(phrase),
                                                utils.default_process(question)) >= _IN_QUESTION
+
+
+def _names(phrase: str, row: tuple[Any, ...]) -> bool:
+    """Whether the row's label or one of its extra values says what the phrase says: a model
+    that maps "youngest" to a course id has grounded nothing."""
+    said = utils.default_process(phrase)
+    return any(fuzz.partial_ratio(said, utils.default_process(str(cell))) >= _NAMES_IT
+               for cell in row[1:] if cell is not None and str(cell).strip())
 
 
 def _label_score(phrase: str, row: tuple[Any, ...]) -> float:
