@@ -16,14 +16,18 @@ SPIDER = BENCHMARKS / "spider_dev"
 PG_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 
 
-def spider_db(name: str) -> Path:
-    path = SPIDER / "database" / name / f"{name}.sqlite"
+def shared_file(path: Path) -> Path:
+    """A file of the shared benchmark data; skips the test where it is missing, fails in CI."""
     if not path.is_file():
-        message = f"shared benchmark database {path} is not here (set GROUNDSQL_BENCHMARKS)"
+        message = f"shared benchmark file {path} is not here (set GROUNDSQL_BENCHMARKS)"
         if os.environ.get("CI"):
             pytest.fail(message)  # in CI a missing data set must not pass as skipped tests
         pytest.skip(message)
     return path
+
+
+def spider_db(name: str) -> Path:
+    return shared_file(SPIDER / "database" / name / f"{name}.sqlite")
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ schema shrinks, joins survive, named values are found, and it all works without 
 from __future__ import annotations
 
 import json
-import os
 from functools import cache
 from pathlib import Path
 
@@ -18,20 +17,14 @@ from groundsql.db import Database
 from groundsql.schema import Column, ForeignKey, Schema, Table, m_schema
 from groundsql.schema.compress import CompressionConfig, SchemaIndex, compress, name_words
 from groundsql.schema.linking import join_graph
-from tests.conftest import BENCHMARKS
+from tests.conftest import BENCHMARKS, shared_file
 
 # Every schema compressed, however small, so recall is measured rather than given.
 FORCED = CompressionConfig(whole_below_columns=0)
 
 
 def _database(bench: str, db_id: str) -> Path:
-    path = BENCHMARKS / bench / "database" / db_id / f"{db_id}.sqlite"
-    if not path.is_file():
-        message = f"shared benchmark database {path} is not here (set GROUNDSQL_BENCHMARKS)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    return path
+    return shared_file(BENCHMARKS / bench / "database" / db_id / f"{db_id}.sqlite")
 
 
 @cache

@@ -14,7 +14,7 @@ from groundsql.config import Settings
 from groundsql.db import Database
 from groundsql.llm.base import LLM, ChatRequest, Completion
 from groundsql.strategies import Context, get_strategy
-from tests.conftest import BENCHMARKS, spider_db
+from tests.conftest import BENCHMARKS, shared_file, spider_db
 
 STAGES = {
     "Describe the question": "understand",
@@ -70,9 +70,7 @@ def concert(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def car(tmp_path: Path) -> Path:
-    source = BENCHMARKS / "logiccat" / "database" / "car" / "car.sqlite"
-    if not source.is_file():
-        pytest.skip(f"{source} is not here")
+    source = shared_file(BENCHMARKS / "logiccat" / "database" / "car" / "car.sqlite")
     copy = tmp_path / "car.sqlite"
     shutil.copy(source, copy)
     return copy

@@ -24,7 +24,7 @@ from groundsql.understanding import (
     named_constants,
     sql_constants,
 )
-from tests.conftest import BENCHMARKS
+from tests.conftest import BENCHMARKS, shared_file
 
 # ------------------------------------------------------------------------------------------
 # Extraction: question -> every quantity as (text, value, unit, role)
@@ -154,9 +154,7 @@ def test_unknown_unit_words_fall_back_to_bare_numbers() -> None:
 
 
 def test_all_logiccat_questions_extract_consistently() -> None:
-    path = BENCHMARKS / "logiccat" / "dev.json"
-    if not path.is_file():
-        pytest.skip(f"{path} is not here (set GROUNDSQL_BENCHMARKS)")
+    path = shared_file(BENCHMARKS / "logiccat" / "dev.json")
     questions = [item["question"] for item in json.loads(path.read_text(encoding="utf-8"))]
     physical = 0
     for question in questions:
