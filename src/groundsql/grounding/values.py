@@ -24,8 +24,9 @@ from sqlglot import exp
 from groundsql.config import SafetyConfig
 from groundsql.db import Database
 from groundsql.errors import DatabaseError, UnsafeSQLError
-from groundsql.schema import Schema
 from groundsql.safety import run_validated
+from groundsql.schema import Schema
+from groundsql.testsuite.literals import resolve_column
 
 __all__ = ["MissingValue", "check_value", "missing_filter_values", "looks_empty", "missing_values_text"]
 
@@ -63,18 +64,20 @@ def missing_filter_values(sql: str, db: Database, schema: Schema, policy: Safety
         tree = sqlglot.parse_one(sql, read=db.dialect)
     except sqlglot.errors.SqlglotError:
         return []
-    aliases = _table_aliases(tree, schema)
+    columns = {t.name: [c.name for c in t.columns] for t in schema.tables}
     missing: list[MissingValue] = []
     seen: set[tuple[str, str, str, Any]] = set()
     for column, op, literal in _literal_filters(tree):
-        table = _owner(column, aliases, schema)
-        if table is None:
+        resolved = resolve_column(column, columns)  # aliases, scopes and CTEs as the filler sees them
+        real = schema.table(resolved[0]) if resolved else None
+        if real is None or real.column(resolved[1]) is None:
             continue
-        key = (table, column.name, op, literal)
+        table, name = real.name, real.column(resolved[1]).name
+        key = (table, name, op, literal)
         if key in seen:
             continue
         seen.add(key)
-        absent = check_value(db, policy, table, column.name, literal, op)
+        absent = check_value(db, policy, table, name, literal, op)
         if absent is not None:
             missing.append(absent)
     return missing
@@ -91,27 +94,6 @@ def check_value(db: Database, policy: SafetyConfig, table: str, column: str, val
 
 def missing_values_text(missing: list[MissingValue]) -> str:
     return "\n".join(f"- {m.text()}" for m in missing)
-
-
-def _table_aliases(tree: exp.Expression, schema: Schema) -> dict[str, str]:
-    """alias (or name), lowercased -> real table name, for tables of the schema only."""
-    ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
-    aliases: dict[str, str] = {}
-    for table in tree.find_all(exp.Table):
-        if table.name.lower() in ctes:
-            continue
-        real = schema.table(table.name)
-        if real is not None:
-            aliases[table.alias_or_name.lower()] = real.name
-    return aliases
-
-
-def _owner(column: exp.Column, aliases: dict[str, str], schema: Schema) -> str | None:
-    """The real table a column reference reads; None for a subquery's or an ambiguous one."""
-    if column.table:
-        return aliases.get(column.table.lower())
-    owners = {t for t in aliases.values() if (table := schema.table(t)) and table.column(column.name)}
-    return owners.pop() if len(owners) == 1 else None
 
 
 def _literal(node: exp.Expression) -> Any:
