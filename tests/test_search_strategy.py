@@ -99,6 +99,13 @@ def test_the_majority_result_wins_and_the_answer_shows_its_trajectories(concert)
     told = [r.messages[-1].content for r in llm.requests
             if "Checked against the data" in r.messages[-1].content]
     assert told and "singer.Country = 'france' matches no row (closest values in Country: 'France'" in told[0]
+    # Reasoning actions answer under a grammar of the schema's real names.
+    selection = next(r for r in llm.requests if stage_of(r) == "schema_selection")
+    assert selection.json_schema["properties"]["tables"]["items"]["enum"] == [
+        "concert", "singer", "singer_in_concert", "stadium"]
+    extraction = next(r for r in llm.requests if stage_of(r) == "entity_extraction")
+    listed = extraction.json_schema["properties"]["filters"]["items"]["properties"]["column"]["enum"]
+    assert "singer.Country" in listed and generations[0].json_schema is None
     # Every call of the question extends the same prefix (system + question turn).
     first = llm.requests[0].messages[:2]
     assert all(r.messages[:2] == first for r in llm.requests)

@@ -36,7 +36,7 @@ from groundsql.retrieval import Example, QueryBank, load_embedder
 from groundsql.schema import Schema, render_schema
 from groundsql.schema.linking import LinkedSchema, connect, join_graph
 from groundsql.strategies.answer import Answer, Trace
-from groundsql.strategies.context import Context, generate_and_execute, parse_json
+from groundsql.strategies.context import Context, generate_and_execute, name_list, parse_json
 
 __all__ = ["grounded", "demo_pack_path"]
 
@@ -233,21 +233,15 @@ def _ask_json(ctx: Context, prompt: str, schema: dict, step: dict, **values: Any
     return parse_json(completion.text)
 
 
-# Structured outputs are constrained by a grammar: names come from an enum of the real ones and
-# lists are bounded, so a small model can neither invent a table nor loop over the same names
-# until max_tokens (measured: the 1.5B model repeated four names for 256 tokens).
+# Structured outputs are constrained by a grammar (context.name_list): real names, bounded lists.
 _MAX_PICKED = 4
 _MAX_LINKED = 8
 _MAX_CONSTRAINTS = 8
 
 
-def _names(names: list[str], most: int) -> dict:
-    return {"type": "array", "items": {"type": "string", "enum": sorted(set(names))}, "maxItems": most}
-
-
 def _pick_output(pack: DomainPack) -> dict:
     return {"type": "object", "required": ["tables"],
-            "properties": {"tables": _names([r.table for r in pack.references], _MAX_PICKED)}}
+            "properties": {"tables": name_list([r.table for r in pack.references], _MAX_PICKED)}}
 
 
 def _constraints_output(tables: list[ReferenceRows]) -> dict:
@@ -260,7 +254,7 @@ def _constraints_output(tables: list[ReferenceRows]) -> dict:
 
 def _linking_output(schema: Schema) -> dict:
     return {"type": "object", "required": ["tables", "reason"], "properties": {
-        "tables": _names([t.name for t in schema.tables], _MAX_LINKED),
+        "tables": name_list([t.name for t in schema.tables], _MAX_LINKED),
         "reason": {"type": "string", "maxLength": 200}}}
 
 

@@ -133,7 +133,14 @@ def _understand(ctx: Context, question: str, compressed: CompressedSchema, confi
                        constants, ctx.dialect_label, calls=0)
     with trace.step("understand") as step:
         llm = ctx.settings.llm
-        request = ChatRequest(messages=(system, user), temperature=0.0, max_tokens=256, seed=llm.seed)
+        text, words = {"type": "string", "maxLength": 200}, {"type": "string", "maxLength": 120}
+        state_schema = {"type": "object", "required": ["intent", "entities", "relations", "fields"],
+                        "properties": {"intent": text,
+                                       "entities": {"type": "array", "items": words, "maxItems": 8},
+                                       "relations": {"type": "array", "items": words, "maxItems": 6},
+                                       "fields": {"type": "array", "items": words, "maxItems": 12}}}
+        request = ChatRequest(messages=(system, user), temperature=0.0, max_tokens=384, seed=llm.seed,
+                              json_schema=state_schema)
         completion = ctx.llm.complete(request)
         step["calls"].append(completion)
         state = parse_json(completion.text)

@@ -29,7 +29,7 @@ from groundsql.prompts import load_prompt
 from groundsql.schema import Schema
 from groundsql.schema.linking import connect, join_graph
 from groundsql.strategies.answer import Trace
-from groundsql.strategies.context import Context, extract_sql, parse_json
+from groundsql.strategies.context import Context, extract_sql, name_list, parse_json
 from groundsql.strategies.feedback import error_feedback
 from groundsql.understanding import CalculatorError, Quantity, evaluate
 
@@ -135,8 +135,7 @@ class SearchEnvironment:
             note=self._pending_note(state), dialect=self.problem.dialect)[-1].content
         with self.trace.step(action) as step:
             try:
-                reply = self._ask(state, prompt, json_output=action not in
-                                  ("sql_generation", "sql_revision"), step=step)
+                reply = self._ask(state, prompt, output=self._output(action), step=step)
             except LLMError as err:
                 step["error"] = str(err)
                 return replace(state, failed=f"the language model failed: {err}")
@@ -157,7 +156,29 @@ class SearchEnvironment:
         turns.append(Message(role="user", content=prompt))
         return _merged(turns)
 
-    def _ask(self, state: Trajectory, prompt: str, *, json_output: bool, step: dict) -> str:
+    def _output(self, action: str) -> dict | None:
+        """The JSON schema a reasoning action's answer must follow (a grammar for local
+        backends): real table and column names, bounded lists. None for SQL actions."""
+        schema = self.problem.schema
+        columns = [f"{t.name}.{c.name}" for t in schema.tables for c in t.columns]
+        text = {"type": "string", "maxLength": 200}
+        if action == "schema_selection":
+            return _object(tables=name_list([t.name for t in schema.tables], 8))
+        if action == "identify_columns":
+            item = _object(column={"type": "string", "enum": sorted(set(columns))}, role=text)
+            return _object(columns={"type": "array", "items": item, "maxItems": 16})
+        if action == "entity_extraction":
+            item = _object(column={"type": "string", "enum": sorted(set(columns))},
+                           value={"type": ["string", "number"]})
+            return _object(filters={"type": "array", "items": item, "maxItems": 8})
+        if action == "equation_analysis":
+            item = _object(name={"type": "string", "maxLength": 40}, expression=text,
+                           unit={"type": "string", "maxLength": 20})
+            return _object(constants={"type": "array", "items": item, "maxItems": 8},
+                           formulas={"type": "array", "items": text, "maxItems": 6})
+        return None
+
+    def _ask(self, state: Trajectory, prompt: str, *, output: dict | None, step: dict) -> str:
         llm = self.ctx.settings.llm
         self.calls += 1
         messages = self.messages(state, prompt)
@@ -166,8 +187,9 @@ class SearchEnvironment:
         request = ChatRequest(
             messages=messages,
             temperature=self.config.temperature if again else 0.0,
-            max_tokens=256 if json_output else llm.max_tokens,
+            max_tokens=384 if output else llm.max_tokens,
             seed=llm.seed + self.calls,
+            json_schema=output,
         )
         completion = self.ctx.llm.complete(request)
         step["calls"].append(completion)
@@ -294,6 +316,10 @@ class SearchEnvironment:
         note = error or ""
         return replace(state, steps=(*state.steps, replace(step, note=note)), sql=checked.sql,
                        error=error, ran=True, revised=revised)
+
+
+def _object(**properties: dict) -> dict:
+    return {"type": "object", "required": list(properties), "properties": properties}
 
 
 def _merged(turns: list[Message]) -> tuple[Message, ...]:
