@@ -253,9 +253,7 @@ class SearchEnvironment:
         unknown = []
         for item in items[:20]:
             ref = str(item.get("column", "")) if isinstance(item, dict) else str(item)
-            table, _, column = ref.rpartition(".")
-            real = self.problem.schema.table(table) if table else None
-            if real is None or real.column(column) is None:
+            if self._column(ref) is None:
                 unknown.append(ref)
         note = (f"These columns do not exist: {', '.join(unknown)}. Use the schema's columns."
                 if unknown else "")
@@ -269,11 +267,10 @@ class SearchEnvironment:
         for item in filters[:8]:
             if not isinstance(item, dict):
                 continue
-            table, _, column = str(item.get("column", "")).rpartition(".")
-            value = item.get("value")
-            real = self.problem.schema.table(table) if table else None
-            if real is None or real.column(column) is None or value is None:
+            found, value = self._column(str(item.get("column", ""))), item.get("value")
+            if found is None or value is None:
                 continue
+            real, column = found
             missing = check_value(self.ctx.db, self.ctx.settings.safety, real.name, column, value)
             shown = repr(value) if isinstance(value, str) else str(value)
             if missing is None:
@@ -283,6 +280,12 @@ class SearchEnvironment:
         note = "Checked against the data:\n" + "\n".join(lines) if lines else ""
         record.update(checked=lines)
         return replace(state, steps=(*state.steps, replace(step, note=note)))
+
+    def _column(self, ref: str) -> tuple[Any, str] | None:
+        """(table, column name as written) for a "table.column" of the compressed schema."""
+        table, _, column = ref.rpartition(".")
+        real = self.problem.schema.table(table) if table else None
+        return (real, column) if real is not None and real.column(column) is not None else None
 
     def _after_sql_generation(self, state: Trajectory, step: Step, record: dict) -> Trajectory:
         return self._run(state, step, record, revised=False)
