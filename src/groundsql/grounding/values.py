@@ -26,7 +26,7 @@ from groundsql.db import Database
 from groundsql.errors import DatabaseError, UnsafeSQLError
 from groundsql.safety import run_validated
 from groundsql.schema import Schema
-from groundsql.testsuite.literals import resolve_column
+from groundsql.testsuite.literals import literal_value, resolve_column
 
 __all__ = ["MissingValue", "check_value", "missing_filter_values", "looks_empty", "missing_values_text"]
 
@@ -96,21 +96,6 @@ def missing_values_text(missing: list[MissingValue]) -> str:
     return "\n".join(f"- {m.text()}" for m in missing)
 
 
-def _literal(node: exp.Expression) -> Any:
-    if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:
-        value = _literal(node.this)
-        return -value if value is not None else None
-    if not isinstance(node, exp.Literal):
-        return None
-    if node.is_string:
-        return node.this
-    try:
-        number = float(node.this)
-    except ValueError:
-        return None
-    return int(number) if number.is_integer() else number
-
-
 def _literal_filters(tree: exp.Expression):
     """(column, op, literal) for `col = lit`, `lit = col`, `col IN (lits)`, `col LIKE lit`,
     outside NOT (a negated filter that matches nothing is not the empty result's cause)."""
@@ -120,14 +105,14 @@ def _literal_filters(tree: exp.Expression):
         if isinstance(node, exp.In):
             if isinstance(node.this, exp.Column) and not node.args.get("query"):
                 for item in node.expressions:
-                    value = _literal(item)
+                    value = literal_value(item)
                     if value is not None:
                         yield node.this, "=", value
             continue
         left, right = node.this, node.expression
         if isinstance(right, exp.Column):
             left, right = right, left
-        value = _literal(right)
+        value = literal_value(right)
         if isinstance(left, exp.Column) and value is not None:
             yield left, ("LIKE" if isinstance(node, exp.Like) else "="), value
 

@@ -41,14 +41,15 @@ def search(question: str, ctx: Context) -> Answer:
     trace = Trace(question, "search")
     compressed = _compress(ctx, question, config, trace)
     problem = _understand(ctx, question, compressed, config, trace)
-    env = SearchEnvironment(ctx, problem, config, trace, calls=problem.calls)
     probe = Probe(ctx.db, ctx.settings.safety, config.probe_variants, seed=ctx.settings.llm.seed)
-    try:
-        env.reward = lambda state: _reward(state, pool(), probe)  # type: ignore[method-assign]
-        terminals: list[Node[Trajectory]] = []
+    terminals: list[Node[Trajectory]] = []
 
-        def pool() -> list[Trajectory]:
-            return [n.state for n in terminals]
+    def pool() -> list[Trajectory]:
+        return [n.state for n in terminals]
+
+    env = SearchEnvironment(ctx, problem, config, trace, calls=problem.calls,
+                            scorer=lambda state: _reward(state, pool(), probe))
+    try:
 
         def stop(reached: list[Node[Trajectory]]) -> bool:
             terminals[:] = reached

@@ -17,6 +17,7 @@ compressed schema, question, semantic state), so a local backend only computes e
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -85,6 +86,8 @@ class SearchEnvironment:
     # Turns asked before: asked again (a root resample, a discriminator's completion), a turn
     # is sampled at the configured temperature; asked the first time, it is greedy.
     asked: set[tuple[Message, ...]] = field(default_factory=set)
+    # The terminal score; the strategy supplies it because it needs the other trajectories.
+    scorer: Callable[[Trajectory], float] | None = None
 
     def __post_init__(self) -> None:
         self.graph = join_graph(self.problem.schema)
@@ -113,8 +116,10 @@ class SearchEnvironment:
             return False
         return state.error is None or state.revised or "sql_revision" not in self.config.actions
 
-    def reward(self, state: Trajectory) -> float:  # replaced by the strategy (needs the pool)
-        raise NotImplementedError
+    def reward(self, state: Trajectory) -> float:
+        if self.scorer is None:
+            raise ValueError("SearchEnvironment needs a scorer to reward a terminal state")
+        return self.scorer(state)
 
     def exhausted(self) -> bool:
         return self.calls >= self.config.max_calls
