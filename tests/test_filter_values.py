@@ -7,7 +7,7 @@ import pytest
 from groundsql.config import SafetyConfig
 from groundsql.db import Database
 from groundsql.grounding.values import looks_empty, missing_filter_values
-from tests.conftest import spider_db
+from tests.conftest import BENCHMARKS, shared_file, spider_db
 
 # (query, what the check reports: "table.column op literal" of each missing value, closest first)
 CASES = [
@@ -62,3 +62,15 @@ def test_the_closest_values_are_real_values_of_the_column(db: Database) -> None:
                                           (((3,),), False), (((0,), (0,)), False), ((("",),), False)])
 def test_what_counts_as_an_empty_result(rows, empty) -> None:
     assert looks_empty(rows) is empty
+
+
+def test_an_empty_table_blames_no_filter_value() -> None:
+    """LogicCat's databases ship with no rows: a query finding nothing there says nothing about
+    its values, so the check must not send a right query to revision."""
+    database = Database(f"sqlite:///{shared_file(BENCHMARKS / 'logiccat/database/car/car.sqlite')}")
+    try:
+        sql = "SELECT Model FROM cars WHERE Model = 'Corolla'"
+        assert database.execute(sql).rows == ()
+        assert missing_filter_values(sql, database, database.introspect(), SafetyConfig()) == []
+    finally:
+        database.close()

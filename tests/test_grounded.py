@@ -19,7 +19,7 @@ from groundsql.packs.load import check_pack, load_pack
 from groundsql.packs.model import EntityTable, ReferenceTable
 from groundsql.schema.linking import connect
 from groundsql.strategies import Context, get_strategy
-from tests.conftest import spider_db
+from tests.conftest import BENCHMARKS, shared_file, spider_db
 
 PACK_YAML = """\
 name: findemo-test
@@ -299,6 +299,15 @@ def test_entity_linking_finds_names_typos_and_misses(demo) -> None:
     assert [m.name for m in matches] == [f"{first} {last}"]  # a name spread over two columns
 
 
+
+def test_entity_tables_without_rows_deny_no_name() -> None:
+    """LogicCat's databases ship without rows: there, no name is 'not found'."""
+    with Database(f"sqlite:///{shared_file(BENCHMARKS / 'logiccat/database/car/car.sqlite')}") as car:
+        index = EntityIndex.build(car, [EntityTable(table="manufacturers", key="Manufacturer_ID",
+                                                    names=("Name",), kind="manufacturer")])
+        assert index.link("Which Tesla models weigh over 2000 kg?") == ([], [])
+
+
 def test_lookup_reads_rows_narrows_big_tables_and_keeps_only_shown_ids(demo) -> None:
     ref = ReferenceTable(table="company", key="company_id", label="company_name")
     narrowed = read_reference(demo, ref, "revenue of Aurora Therapeutics", limit=5)
@@ -363,7 +372,6 @@ def test_evaluation_over_many_databases_takes_each_its_own_drafted_pack(tmp_path
     from groundsql.evaluation.runner import EvalRun, load_records
     from groundsql.evaluation.datasets import EvalItem
     from groundsql.packs.draft import draft_pack
-    from tests.conftest import spider_db
     from tests.test_eval_run import EVAL
 
     db_path = spider_db("concert_singer")

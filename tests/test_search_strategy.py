@@ -191,3 +191,15 @@ def test_the_ablation_switches_are_settings() -> None:
     assert settings.search.actions == ("schema_selection", "sql_revision", "sql_generation")
     with pytest.raises(ValueError, match="unknown action"):
         Settings.model_validate({"search": {"actions": "guessing"}})
+
+
+def test_on_an_empty_database_a_value_is_not_blamed_and_a_right_query_is_not_revised(car) -> None:
+    corolla = "SELECT Model FROM cars WHERE Model = 'Corolla'"
+    llm = Scripted(understand="{}", sql_generation=sql(corolla),
+                   entity_extraction='{"filters": [{"column": "cars.Model", "value": "Corolla"}]}')
+    answer = run(car, "Which cars are Corollas?", llm, rollouts=3, early_stop=0, discriminator=False,
+                 actions="entity_extraction+sql_revision")
+    assert answer.ok and "sql_revision" not in llm.stages()
+    told = [r.messages[-1].content for r in llm.requests
+            if "Checked against the data" in r.messages[-1].content]
+    assert told and "cars.Model holds no values: 'Corolla' cannot be checked" in told[0]

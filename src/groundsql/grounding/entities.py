@@ -197,6 +197,8 @@ class EntityIndex:
         return matches, self._unresolved(question, tokens, taken)
 
     def _unresolved(self, question: str, tokens, taken: set[int]) -> list[Unresolved]:
+        if not self.names:
+            return []  # entity tables without rows (a schema-only database) deny no name
         spans: list[list[int]] = []
         for i, (word, start, _) in enumerate(tokens):
             proper = (not _sentence_start(question, tokens, i) and word[:1].isupper()
@@ -220,10 +222,7 @@ class EntityIndex:
                 continue  # "titles containing 'Hey'": a pattern to search, not a name
             if " " not in plain and self._derived(plain):
                 continue  # "French" singers, "German" companies: a word made from a known one
-            closest = process.extractOne(plain, self._plain, scorer=fuzz.ratio) if self.names else None
-            if closest is None:
-                unresolved.append(Unresolved(mention, None, None, 0.0))
-                continue
+            closest = process.extractOne(plain, self._plain, scorer=fuzz.ratio)
             entry = self.names[closest[2]]
             unresolved.append(Unresolved(mention, entry.table.kind, entry.name,
                                          round(closest[1] / 100, 3)))

@@ -28,7 +28,7 @@ from groundsql.safety import run_validated
 from groundsql.schema import Schema
 from groundsql.testsuite.literals import literal_value, resolve_column
 
-__all__ = ["MissingValue", "check_value", "missing_filter_values", "looks_empty", "missing_values_text"]
+__all__ = ["MissingValue", "check_value", "has_values", "missing_filter_values", "looks_empty", "missing_values_text"]
 
 _VALUES_READ = 2000  # distinct values of one column compared with a missing literal
 _CLOSEST = 3
@@ -85,11 +85,15 @@ def missing_filter_values(sql: str, db: Database, schema: Schema, policy: Safety
 
 def check_value(db: Database, policy: SafetyConfig, table: str, column: str, value: Any,
                 op: str = "=") -> MissingValue | None:
-    """None when some row of `table` has `column <op> value`; else what is missing and the
-    column's closest values."""
+    """None when some row of `table` has `column <op> value`, or when the column holds no
+    value at all (an empty table blames no filter: LogicCat's databases ship empty); else what
+    is missing and the column's closest values."""
     if _occurs(db, policy, table, column, op, value):
         return None
-    return MissingValue(table, column, op, value, _closest(db, policy, table, column, value))
+    values = _values(db, policy, table, column)
+    if not values:
+        return None
+    return MissingValue(table, column, op, value, _closest(values, value))
 
 
 def missing_values_text(missing: list[MissingValue]) -> str:
@@ -137,12 +141,23 @@ def _occurs(db: Database, policy: SafetyConfig, table: str, column: str, op: str
     return rows is None or bool(rows)  # a probe that fails proves nothing: assume it occurs
 
 
-def _closest(db: Database, policy: SafetyConfig, table: str, column: str, value: Any) -> tuple[Any, ...]:
+def has_values(db: Database, policy: SafetyConfig, table: str, column: str) -> bool:
+    """Some row of `table` has a non-NULL `column`."""
+    col = exp.column(column, quoted=True)
+    query = exp.select("1").from_(exp.table_(table, quoted=True)).where(
+        exp.Not(this=exp.Is(this=col, expression=exp.Null()))).limit(1)
+    return bool(_probe(db, policy, query))
+
+
+def _values(db: Database, policy: SafetyConfig, table: str, column: str) -> list[Any]:
+    """Up to _VALUES_READ distinct non-NULL values of the column."""
     col = exp.column(column, quoted=True)
     query = exp.select(col).distinct().from_(exp.table_(table, quoted=True)).where(
         exp.Not(this=exp.Is(this=col.copy(), expression=exp.Null()))).limit(_VALUES_READ)
-    rows = _probe(db, policy, query) or ()
-    values = [r[0] for r in rows]
+    return [r[0] for r in _probe(db, policy, query) or ()]
+
+
+def _closest(values: list[Any], value: Any) -> tuple[Any, ...]:
     if isinstance(value, str):
         texts = [v for v in values if isinstance(v, str)]
         pattern = value.strip("%_")

@@ -23,7 +23,7 @@ from typing import Any
 
 from groundsql.config import SearchConfig
 from groundsql.errors import DatabaseError, LLMError, UnsafeSQLError
-from groundsql.grounding.values import (check_value, looks_empty, missing_filter_values,
+from groundsql.grounding.values import (check_value, has_values, looks_empty, missing_filter_values,
                                         missing_values_text)
 from groundsql.llm import ChatRequest, Message
 from groundsql.prompts import load_prompt
@@ -278,7 +278,9 @@ class SearchEnvironment:
             real, column = found
             missing = check_value(self.ctx.db, self.ctx.settings.safety, real.name, column, value)
             shown = repr(value) if isinstance(value, str) else str(value)
-            if missing is None:
+            if missing is None and not has_values(self.ctx.db, self.ctx.settings.safety, real.name, column):
+                lines.append(f"- {real.name}.{column} holds no values: {shown} cannot be checked.")
+            elif missing is None:
                 lines.append(f"- {real.name}.{column} = {shown} occurs in the data.")
             else:
                 lines.append(f"- {missing.text()}.")
