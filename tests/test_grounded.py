@@ -386,6 +386,7 @@ def test_evaluation_over_many_databases_takes_each_its_own_drafted_pack(tmp_path
     EvalRun(items=[item], configs=[config], out_dir=tmp_path / "run", llm=llm).run()
     (record,) = load_records(tmp_path / "run" / "results.jsonl")
     assert record["ex"] is True, record["error"]
+    assert record["grounds"]["tables"]  # the record keeps what the answer was based on
     # The draft has no reference tables: no lookup call; "France" is a known value, no entity;
     # four tables are shown whole, without a linking call.
     assert llm.stages() == ["generate"]

@@ -28,6 +28,7 @@ from groundsql.evaluation.scoring import score
 from groundsql.llm import LLM, build_llm
 from groundsql.retrieval import Example, QueryBank
 from groundsql.strategies import Answer, Context, get_strategy
+from groundsql.strategies.answer import json_value
 from groundsql.strategies.answer import Trace, json_value
 
 RESULTS_FILE = "results.jsonl"
@@ -198,6 +199,9 @@ class EvalRun:
             "pred_columns": list(answer.columns),
             "pred_rows": _rows(answer.rows),
             "pred_row_count": len(answer.rows),
+            # What the strategy based its answer on (resolved IDs, search candidates): for
+            # reading a run's failures without running it again.
+            **({"grounds": json_value(answer.grounds)} if answer.grounds else {}),
         }
 
     def _answer(self, config: EvalConfig, item: EvalItem, db: Database) -> Answer:
