@@ -28,7 +28,6 @@ from groundsql.evaluation.scoring import score
 from groundsql.llm import LLM, build_llm
 from groundsql.retrieval import Example, QueryBank
 from groundsql.strategies import Answer, Context, get_strategy
-from groundsql.strategies.answer import json_value
 from groundsql.strategies.answer import Trace, json_value
 
 RESULTS_FILE = "results.jsonl"
