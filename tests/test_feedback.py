@@ -32,6 +32,20 @@ def test_the_tables_that_have_a_missing_column_are_named(concert_singer: Path) -
         "No table has a column named Colour.")
 
 
+def test_an_operator_sqlite_lacks_is_named_with_what_to_write(concert_singer: Path) -> None:
+    schema = Database(f"sqlite:///{concert_singer}").introspect()
+    sql = "SELECT Age ^ 2 FROM singer"
+    with Database(f"sqlite:///{concert_singer}") as db:
+        try:
+            db.execute(sql)
+            raise AssertionError("SQLite ran ^")
+        except Exception as err:  # the error text SQLite really gives
+            error = str(err)
+    assert "POWER(x, y)" in error_feedback(sql, error, schema)
+    assert "x * x" in error_feedback("SELECT power(Age, 2) FROM singer", "no such function: power", schema)
+    assert "POWER" not in error_feedback(sql, "no such column: Agee", schema)
+
+
 def test_unknown_table_lists_the_real_ones(concert_singer: Path) -> None:
     schema = Database(f"sqlite:///{concert_singer}").introspect()
     text = error_feedback("WITH x AS (SELECT 1) SELECT * FROM singers, x", "no such table: singers", schema)

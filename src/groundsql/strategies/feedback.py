@@ -36,6 +36,7 @@ def error_feedback(sql: str, error: str, schema: Schema) -> str:
             shown = ", ".join(names[:_MAX_COLUMNS]) + (", ..." if len(names) > _MAX_COLUMNS else "")
             label = f"{alias} = {table.name}" if alias and alias.lower() != table.name.lower() else table.name
             lines.append(f"- {label}: {shown}")
+    lines += [hint for pattern, hint in _HINTS if pattern.search(error)]
     missing = _missing_column(error)
     if missing:
         owners = [t.name for t in schema.tables if t.column(missing) is not None]
@@ -45,6 +46,14 @@ def error_feedback(sql: str, error: str, schema: Schema) -> str:
             lines.append(f"No table has a column named {missing}.")
     return "\n".join(lines)
 
+
+# Errors whose text does not say what to write instead (measured on LogicCat: the 1.5B model
+# writes x ^ 2 for a square, and repeats it when told only "unrecognized token").
+_HINTS = (
+    (re.compile(r'unrecognized token: "\^"'), "SQLite has no ^ operator: write POWER(x, y) for x to the power y."),
+    (re.compile(r"no such function: (POWER|POW|SQRT)\b", re.I),
+     "This SQLite has no math functions: write x * x for a square."),
+)
 
 # How SQLite, PostgreSQL and DuckDB name a column that is not there.
 _MISSING_COLUMN = (
