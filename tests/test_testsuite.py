@@ -10,6 +10,7 @@ import pytest
 from groundsql.evaluation.configs import parse_config
 from groundsql.evaluation.datasets import load_benchmark
 from groundsql.evaluation.runner import EvalRun, load_records
+from groundsql.testsuite.literals import query_literals
 from groundsql.testsuite.suite import build_suite, informative, load_suite, run_on_suite
 from tests.conftest import BENCHMARKS
 from tests.test_eval_run import EVAL
@@ -39,6 +40,18 @@ def test_suite_for_an_empty_database_is_informative_and_cached(tmp_path: Path) -
     again = build_suite(AIRCRAFT, LIFT, out_dir=tmp_path / "s")
     assert again == suite and load_suite(tmp_path / "s") == suite
     assert suite.paths[0].stat().st_mtime_ns == again.paths[0].stat().st_mtime_ns  # not rebuilt
+
+
+def test_a_literal_beyond_64_bits_is_planted_as_sqlite_reads_it(tmp_path: Path) -> None:
+    """A model wrote a 400-digit number; the suite (and the search's probe) crashed on it."""
+    if not AIRCRAFT.is_file():
+        pytest.skip("LogicCat is not here")
+    huge = "1" + "0" * 400
+    sql = f"SELECT Aircraft FROM aircraft WHERE Max_Gross_Weight = {huge} OR Aircraft_ID > 99999999999999999999"
+    suite = build_suite(AIRCRAFT, sql, out_dir=tmp_path / "s")
+    assert suite.gold_error is None
+    assert len(run_on_suite(suite, sql)) == len(suite.paths)
+    assert query_literals(sql, "sqlite")[("aircraft", "aircraft_id")] == [1e20]
 
 
 def test_eval_test_suite_catches_what_empty_databases_hide(tmp_path: Path, monkeypatch) -> None:

@@ -333,12 +333,10 @@ def _add_values(
 
 def _key(value: object) -> object:
     """A value as uniqueness sees it: 3, 3.0 and '3' are one key (column affinity makes them so)."""
-    if isinstance(value, (bool, int, float)):
-        return float(value)
-    if isinstance(value, str):
+    if isinstance(value, (bool, int, float, str)):
         try:
             return float(value)
-        except ValueError:
+        except (ValueError, OverflowError):  # text, or an int beyond any float
             return value
     return value
 

@@ -23,6 +23,7 @@ Schema = dict[str, list[str]]
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.NullSafeEQ, exp.NullSafeNEQ, exp.GT, exp.GTE, exp.LT,
                 exp.LTE)
 _PATTERNS = (exp.Like, exp.ILike)
+_INT64 = 2**63
 
 
 def query_literals(
@@ -86,6 +87,8 @@ def literal_value(node: exp.Expr | None) -> object | None:
         number: int | float = int(node.this) if node.is_int else float(node.this)
     except ValueError:
         return None  # hex or other dialect-specific spellings: not worth guessing
+    if isinstance(number, int) and not -_INT64 <= number < _INT64:
+        number = float(node.this)  # as SQLite reads an integer too big for 64 bits (inf beyond)
     return -number if negative else number
 
 
