@@ -153,6 +153,27 @@ def test_run_scores_and_resumes(tmp_path: Path) -> None:
     assert len(load_records(tmp_path / "results.jsonl")) == 6
 
 
+def test_a_bug_on_one_item_is_recorded_and_the_run_goes_on(tmp_path: Path, monkeypatch, caplog) -> None:
+    import groundsql.evaluation.runner as runner
+
+    calls = []
+    real = runner.get_strategy
+
+    def broken(question, ctx):
+        calls.append(question)
+        if len(calls) == 1:
+            raise OverflowError("int too large to convert to float")
+        return real("zero-shot")(question, ctx)
+
+    monkeypatch.setattr(runner, "get_strategy", lambda name: broken if name == "zero-shot" else real(name))
+    EvalRun(items=_concert_items(2), configs=[parse_config("zero-shot", EVAL)], out_dir=tmp_path,
+            llm=Scripted("SELECT COUNT(*) FROM singer")).run()
+    first, second = load_records(tmp_path / "results.jsonl")
+    assert first["error"] == "internal error: OverflowError: int too large to convert to float"
+    assert first["ex"] is False and second["ex"] is True
+    assert "internal error" in caplog.text and "Traceback" in caplog.text
+
+
 def test_few_shot_run_uses_other_databases(tmp_path: Path) -> None:
     items = load_benchmark(SPIDER)
     run = EvalRun(

@@ -9,6 +9,7 @@ serves consecutive questions.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import random
 import threading
@@ -29,6 +30,8 @@ from groundsql.llm import LLM, build_llm
 from groundsql.retrieval import Example, QueryBank
 from groundsql.strategies import Answer, Context, get_strategy
 from groundsql.strategies.answer import Trace, json_value
+
+log = logging.getLogger(__name__)
 
 RESULTS_FILE = "results.jsonl"
 _ROWS_KEPT = 20  # rows of each result kept in a record, for the failure browser
@@ -212,6 +215,10 @@ class EvalRun:
             return get_strategy(config.strategy)(question, ctx)
         except GroundsqlError as err:
             return Trace(item.question, config.strategy).finish(sql=None, error=str(err))
+        except Exception as err:  # a bug: recorded and logged, not the end of an hours-long run
+            log.exception("%s on %s: internal error", config.label, item.item_id)
+            return Trace(item.question, config.strategy).finish(
+                sql=None, error=f"internal error: {type(err).__name__}: {err}")
 
     def _context(self, config: EvalConfig, item: EvalItem, db: Database) -> Context:
         key = (config.label, item.db_url)
