@@ -50,7 +50,6 @@ def search(question: str, ctx: Context) -> Answer:
     env = SearchEnvironment(ctx, problem, config, trace, calls=problem.calls,
                             scorer=lambda state: _reward(state, pool(), probe))
     try:
-
         def stop(reached: list[Node[Trajectory]]) -> bool:
             terminals[:] = reached
             return env.exhausted() or _agreed(pool(), probe, config.early_stop)

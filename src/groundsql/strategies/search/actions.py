@@ -276,11 +276,12 @@ class SearchEnvironment:
             if found is None or value is None:
                 continue
             real, column = found
-            missing = check_value(self.ctx.db, self.ctx.settings.safety, real.name, column, value)
             shown = repr(value) if isinstance(value, str) else str(value)
-            if missing is None and not has_values(self.ctx.db, self.ctx.settings.safety, real.name, column):
+            if not has_values(self.ctx.db, self.ctx.settings.safety, real.name, column):
                 lines.append(f"- {real.name}.{column} holds no values: {shown} cannot be checked.")
-            elif missing is None:
+                continue
+            missing = check_value(self.ctx.db, self.ctx.settings.safety, real.name, column, value)
+            if missing is None:
                 lines.append(f"- {real.name}.{column} = {shown} occurs in the data.")
             else:
                 lines.append(f"- {missing.text()}.")
