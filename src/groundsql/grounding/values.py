@@ -143,17 +143,15 @@ def _occurs(db: Database, policy: SafetyConfig, table: str, column: str, op: str
 
 def has_values(db: Database, policy: SafetyConfig, table: str, column: str) -> bool:
     """Some row of `table` has a non-NULL `column`."""
-    col = exp.column(column, quoted=True)
-    query = exp.select("1").from_(exp.table_(table, quoted=True)).where(
-        exp.Not(this=exp.Is(this=col, expression=exp.Null()))).limit(1)
-    return bool(_probe(db, policy, query))
+    return bool(_values(db, policy, table, column, most=1))
 
 
-def _values(db: Database, policy: SafetyConfig, table: str, column: str) -> list[Any]:
-    """Up to _VALUES_READ distinct non-NULL values of the column."""
+def _values(db: Database, policy: SafetyConfig, table: str, column: str,
+            most: int = _VALUES_READ) -> list[Any]:
+    """Up to `most` distinct non-NULL values of the column."""
     col = exp.column(column, quoted=True)
     query = exp.select(col).distinct().from_(exp.table_(table, quoted=True)).where(
-        exp.Not(this=exp.Is(this=col.copy(), expression=exp.Null()))).limit(_VALUES_READ)
+        exp.Not(this=exp.Is(this=col.copy(), expression=exp.Null()))).limit(most)
     return [r[0] for r in _probe(db, policy, query) or ()]
 
 

@@ -165,16 +165,16 @@ class SearchEnvironment:
         """The JSON schema a reasoning action's answer must follow (a grammar for local
         backends): real table and column names, bounded lists. None for SQL actions."""
         schema = self.problem.schema
-        columns = [f"{t.name}.{c.name}" for t in schema.tables for c in t.columns]
+        column = {"type": "string",
+                  "enum": sorted({f"{t.name}.{c.name}" for t in schema.tables for c in t.columns})}
         text = {"type": "string", "maxLength": 200}
         if action == "schema_selection":
             return _object(tables=name_list([t.name for t in schema.tables], 8))
         if action == "identify_columns":
-            item = _object(column={"type": "string", "enum": sorted(set(columns))}, role=text)
+            item = _object(column=column, role=text)
             return _object(columns={"type": "array", "items": item, "maxItems": 16})
         if action == "entity_extraction":
-            item = _object(column={"type": "string", "enum": sorted(set(columns))},
-                           value={"type": ["string", "number"]})
+            item = _object(column=column, value={"type": ["string", "number"]})
             return _object(filters={"type": "array", "items": item, "maxItems": 8})
         if action == "equation_analysis":
             item = _object(name={"type": "string", "maxLength": 40}, expression=text,
