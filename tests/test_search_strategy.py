@@ -186,6 +186,17 @@ def test_the_discriminator_completes_a_masked_trajectory(concert) -> None:
     assert verdicts == {"Country = 'France'": 0.0, "Age > 40": 0.0}
 
 
+def test_the_discriminator_is_not_asked_when_it_cannot_change_the_choice(concert) -> None:
+    # 3 against 1: the leader's 0.4 + 0.4 * 3/4 ties the rival's 0.4 + 0.4 * 1/4 plus a full
+    # discriminator bonus of 0.2, and a tie goes to the leader.
+    llm = Scripted(understand="{}", sql_generation=[sql(FRANCE), sql(FRANCE), sql(OLDER), sql(FRANCE)])
+    answer = run(concert, "Which singers are from France?", llm, rollouts=4, early_stop=0,
+                 actions="sql_generation", root_samples=4, discriminated=2)
+    assert llm.stages().count("sql_generation") == 4
+    assert [c["discriminator"] for c in answer.grounds["candidates"]] == [0.5, 0.5]
+    assert "France" in answer.sql
+
+
 def test_the_ablation_switches_are_settings() -> None:
     settings = Settings.model_validate({"search": {"actions": "schema_selection+sql_revision"}})
     assert settings.search.actions == ("schema_selection", "sql_revision", "sql_generation")

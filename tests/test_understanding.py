@@ -12,11 +12,13 @@ from pathlib import Path
 import pytest
 
 from groundsql.errors import ConfigError
+from groundsql.schema import Column, Schema, Table
 from groundsql.understanding import (
     CalcResult,
     CalculatorError,
     Quantity,
     RuleBase,
+    columns_for,
     convert,
     default_rules,
     evaluate,
@@ -534,3 +536,38 @@ def test_results_and_quantities_are_frozen() -> None:
         quantity.value = 6.0  # type: ignore[misc]
     with pytest.raises(AttributeError):
         result.value = 2.0  # type: ignore[misc]
+
+
+# -- which column stores a stated number (fields.py) ----------------------------------------
+
+STORED_SCHEMA = Schema("sqlite", (
+    Table("bridge", (Column("Name", "TEXT"), Column("Length_Meters", "REAL"), Column("Length_Feet", "REAL"),
+                     Column("Load_Capacity", "REAL"), Column("Height_Meters", "REAL"))),
+    Table("mill", (Column("Name", "TEXT"), Column("Blade_Length", "REAL"), Column("Height_Meters", "REAL"))),
+    Table("cars", (Column("Model", "TEXT"), Column("Cargo_Capacity", "REAL"), Column("Weight", "REAL"))),
+))
+
+STORED = [
+    ("The Forth Bridge has a length of 2467 meters.", ["bridge.Length_Meters"]),  # not _Feet
+    ("a maximum load capacity of 4,000,000 kilograms", ["bridge.Load_Capacity"]),
+    ("a blade length of 14 meters", ["mill.Blade_Length"]),  # two words beat Length_Meters' one
+    ("a height of 343 meters", ["bridge.Height_Meters", "mill.Height_Meters"]),  # a tie is told
+    ("If a car has a cargo capacity of 500L", ["cars.Cargo_Capacity"]),
+    ("a car model of $30,000", []),  # Model holds text
+    ("a wind speed of 10 m/s", []),  # no column says wind speed
+    ("a length of 20 kilograms", []),  # Length_Meters spells a length unit
+]
+
+
+@pytest.mark.parametrize("question, expected", STORED, ids=[s[0][:30] for s in STORED])
+def test_columns_that_store_a_stated_number(question: str, expected: list[str]) -> None:
+    quantities = [q for q in extract_quantities(question) if q.label]
+    assert quantities, question
+    assert columns_for(quantities[-1], STORED_SCHEMA) == expected
+
+
+def test_the_prompt_lines_name_the_columns_that_store_a_number() -> None:
+    quantities = extract_quantities("a length of 2467 meters and a wind speed of 10 m/s")
+    stored = {name: columns_for(q, STORED_SCHEMA) for name, q in named_constants(quantities).items()}
+    assert sql_constants(quantities, stored=stored) == [
+        "length = 2467 m (a value of bridge.Length_Meters)", "wind_speed = 10 m/s"]

@@ -142,11 +142,6 @@ class _Fuzzy:
         return [(c, s) for c, s in scored if s >= min_score]
 
 
-def _is_text(column: Column) -> bool:
-    kind = column.type.upper()
-    return not kind or any(t in kind for t in ("CHAR", "TEXT", "CLOB", "STRING"))
-
-
 def _distinct_values(db: Database, table: Table, column: Column, limit: int) -> list[str]:
     if limit <= 0:
         return []
@@ -203,7 +198,7 @@ class SchemaIndex:
                         postings[word].append(_Posting(kind, table.name, column.name, text))
                         column_df[word] += kind == "name"
                         tables_of[word].add(table.name)
-                for value in _distinct_values(db, table, column, limit) if _is_text(column) else ():
+                for value in _distinct_values(db, table, column, limit) if column.is_text else ():
                     plain = normalize_name(value)
                     if plain and plain not in _STOP:
                         postings[plain].append(_Posting("value", table.name, column.name, value))
@@ -434,7 +429,7 @@ def _label(table: Table) -> set[str]:
     is no key): a question names rows by it ("the Golden Gate Bridge") even when the data
     holds no matching value."""
     keys = set(table.primary_key) | {c for fk in table.foreign_keys for c in fk.columns}
-    texts = [c for c in table.columns if c.name not in keys and _is_text(c)]
+    texts = [c for c in table.columns if c.name not in keys and c.is_text]
     named = [c for c in texts if {"name", "title"} & set(name_words(c.name))]
     return {(named or texts)[0].name} if texts else set()
 

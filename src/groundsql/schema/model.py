@@ -15,6 +15,12 @@ class Column:
     description: str = ""
     examples: tuple[object, ...] = ()  # a few distinct non-null values, for the prompt
 
+    @property
+    def is_text(self) -> bool:
+        """Holds text (an untyped SQLite column counts: it holds whatever was put in)."""
+        kind = self.type.upper()
+        return not kind or any(t in kind for t in ("CHAR", "TEXT", "CLOB", "STRING"))
+
 
 @dataclass(frozen=True)
 class ForeignKey:

@@ -176,9 +176,7 @@ def _known_words(ctx: Context, pack: DomainPack, schema: Schema) -> list[str]:
         # "airport" of the table airports: the singular is a schema word too.
         words += names + [n[:-1] for n in names if n.lower().endswith("s") and len(n) > 3]
         for column in table.columns:
-            textual = any(t in column.type.upper() for t in ("CHAR", "TEXT", "CLOB", "STRING")) \
-                or not column.type
-            if not textual or (table.name.lower(), column.name.lower()) in names:
+            if not column.is_text or (table.name.lower(), column.name.lower()) in names:
                 continue
             sql = (f"SELECT DISTINCT {ctx.db.quote(column.name)} FROM {ctx.db.quote(table.name)} "
                    f"WHERE {ctx.db.quote(column.name)} IS NOT NULL")

@@ -5,6 +5,7 @@ unit-aware calculator, so the model never does arithmetic or unit conversion its
   quantities.py  extract_quantities(question) -> [Quantity]   (pint; roles for ids, years...)
   rulebase.py    RuleBase.load(path) / check_relation(...)    (rules.yaml, validated)
   calculator.py  evaluate(expr, constants), convert(q, unit), sql_constants(quantities)
+  fields.py      columns_for(quantity, schema): the columns that store a stated number
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from groundsql.understanding.calculator import (
     named_constants,
     sql_constants,
 )
+from groundsql.understanding.fields import columns_for
 from groundsql.understanding.quantities import Quantity, Role, extract_quantities
 from groundsql.understanding.rulebase import (
     Formula,
@@ -39,6 +41,7 @@ __all__ = [
     "RuleBase",
     "Settings",
     "Verdict",
+    "columns_for",
     "convert",
     "default_rules",
     "evaluate",

@@ -17,7 +17,7 @@ from __future__ import annotations
 import ast
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -121,28 +121,37 @@ def named_constants(quantities: Iterable[Quantity]) -> dict[str, Quantity]:
 CONSTANT_ROLES = frozenset({"physical", "percent", "money", "count", "plain"})
 
 
-def sql_constants(quantities: Iterable[Quantity], *, rules: RuleBase | None = None) -> list[str]:
+def sql_constants(quantities: Iterable[Quantity], *, rules: RuleBase | None = None,
+                  stored: Mapping[str, Sequence[str]] | None = None) -> list[str]:
     """Short lines for an SQL prompt's context: each constant as written, and converted to
     the unit its kind is computed in when that differs ("rotational_speed = 10000 rpm =
-    1047.2 rad/s", "15% = 0.15"). Years, IDs and limits are filter literals, not constants."""
+    1047.2 rad/s", "15% = 0.15"), and the columns that store it when `stored` names them
+    (by constant name, see fields.py). Years, IDs and limits are filter literals, not constants."""
     rules = rules or default_rules()
     lines = []
     for name, q in named_constants(quantities).items():
-        label = f"{name} = " if q.name else ""
-        if q.percent:
-            lines.append(f"{label}{_number(q.value)}% = {_number(q.fraction)}")
-        elif not q.unit:
-            if q.name:  # an unnamed bare number tells the model nothing
-                lines.append(f"{label}{_number(q.value)}")
-        else:
-            here = CalcResult(q.value, q.unit, q.dimensionality, rules)
-            line = f"{label}{here}"
-            kind = rules.kind_of(q.unit)
-            display = rules.quantities[kind].display if kind else None
-            if display and rules.parse_unit(display) != rules.parse_unit(q.unit):
-                line += f" = {here.to(display)}"
-            lines.append(line)
+        line = _constant_line(name, q, rules)
+        if line is None:
+            continue
+        if stored and stored.get(name):
+            line += f" (a value of {' or '.join(stored[name])})"
+        lines.append(line)
     return lines
+
+
+def _constant_line(name: str, q: Quantity, rules: RuleBase) -> str | None:
+    label = f"{name} = " if q.name else ""
+    if q.percent:
+        return f"{label}{_number(q.value)}% = {_number(q.fraction)}"
+    if not q.unit:
+        return f"{label}{_number(q.value)}" if q.name else None  # an unnamed bare number tells nothing
+    here = CalcResult(q.value, q.unit, q.dimensionality, rules)
+    line = f"{label}{here}"
+    kind = rules.kind_of(q.unit)
+    display = rules.quantities[kind].display if kind else None
+    if display and rules.parse_unit(display) != rules.parse_unit(q.unit):
+        line += f" = {here.to(display)}"
+    return line
 
 
 # ------------------------------------------------------------------------------------------

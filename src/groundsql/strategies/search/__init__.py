@@ -31,7 +31,8 @@ from groundsql.strategies.search.actions import Problem, SearchEnvironment, Traj
 from groundsql.strategies.search.probe import Probe, Signature
 from groundsql.strategies.search.selection import Candidate, select_candidate
 from groundsql.strategies.search.tree import Node, search as tree_search
-from groundsql.understanding import default_rules, extract_quantities, named_constants, sql_constants
+from groundsql.understanding import (columns_for, default_rules, extract_quantities, named_constants,
+                                     sql_constants)
 
 __all__ = ["search"]
 
@@ -115,7 +116,9 @@ def _understand(ctx: Context, question: str, compressed: CompressedSchema, confi
     quantities = extract_quantities(question, rules)
     constants = named_constants(quantities)
     facts = []
-    lines = sql_constants(quantities, rules=rules)
+    # A number a column stores is said so: the query reads or filters the column (fields.py).
+    stored = {name: columns_for(q, compressed.schema, rules) for name, q in constants.items()}
+    lines = sql_constants(quantities, rules=rules, stored=stored)
     if lines:
         facts.append("Numbers of the question (names for formulas):\n" + "\n".join(f"- {x}" for x in lines))
     if compressed.values:

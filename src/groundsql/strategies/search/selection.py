@@ -10,7 +10,8 @@ by a filter value that is not in the data scores 0.5); ConsVote is the candidate
 trajectories; DiscConf is the discriminator's verdict: the candidate's trajectory is masked
 from a random step and completed again by the same model with other sampling; 1 when the
 completion gives the candidate's result, 0 when it does not, 0.5 when it was not checked
-(only the leading candidates are, and none when the trajectories all agree).
+(only the leading candidates are, and none when the check cannot change the choice: the
+trajectories all agree, or the leader's score without it beats every rival's with it).
 """
 
 from __future__ import annotations
@@ -39,23 +40,27 @@ def select_candidate(candidates: list[Candidate], env: SearchEnvironment, probe:
         key = c.signature if c.signature is not None else ("unrun", c.trajectory.sql)
         groups.setdefault(key, []).append(c)
     ordered = sorted(groups.values(), key=lambda g: (-len(g), -_exec(g), candidates.index(g[0])))
+    alpha, beta, gamma = config.weights
+    base = {id(g): alpha * _exec(g) + gamma * len(g) / len(candidates) for g in ordered}
     disc = {id(g): 0.5 for g in ordered}
-    if config.discriminator and len(ordered) > 1:
+    if config.discriminator and len(ordered) > 1 and not _decided(ordered, base, beta):
         for group in ordered[:config.discriminated]:
             verdict = _discriminate(group[0], env, probe, rng)
             if verdict is not None:
                 disc[id(group)] = verdict
-    alpha, beta, gamma = config.weights
-    scored = []
-    for g in ordered:
-        vote = len(g) / len(candidates)
-        score = alpha * _exec(g) + beta * disc[id(g)] + gamma * vote
-        scored.append((score, g))
+    scored = [(base[id(g)] + beta * disc[id(g)], g) for g in ordered]
     best = max(scored, key=lambda sg: (sg[0], -ordered.index(sg[1])))[1]
     report = [{"sql": g[0].trajectory.sql, "trajectories": len(g), "exec": _exec(g),
                "discriminator": disc[id(g)], "score": round(s, 3),
                "actions": [st.action for st in g[0].trajectory.steps]} for s, g in scored]
     return best[0], report
+
+
+def _decided(ordered: list[list[Candidate]], base: dict[int, float], beta: float) -> bool:
+    """Whether the first candidate wins whatever the discriminator says: its score without
+    the check is at least every other's with a full check (a tie goes to the first)."""
+    leader, *rest = ordered
+    return all(base[id(leader)] + 1e-9 >= base[id(g)] + beta for g in rest)
 
 
 def _exec(group: list[Candidate]) -> float:
