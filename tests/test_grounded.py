@@ -12,7 +12,7 @@ from groundsql.api import demo_database_url
 from groundsql.config import Settings
 from groundsql.db import Database
 from groundsql.errors import ConfigError
-from groundsql.grounding.entities import EntityIndex, normalize_name
+from groundsql.grounding.entities import EntityIndex, names_a_value, normalize_name
 from groundsql.grounding.lookup import constraints_from, read_reference
 from groundsql.llm.base import LLM, ChatRequest, Completion
 from groundsql.packs.load import check_pack, load_pack
@@ -416,3 +416,15 @@ def test_a_table_name_in_the_singular_is_no_unknown_entity(tmp_path: Path) -> No
         answer = get_strategy("grounded")("Which Airport has the code APG?",
                                           Context(db=db, llm=llm, settings=settings))
     assert answer.ok, answer.error
+
+
+@pytest.mark.parametrize("question, names", [
+    ("Where is the youngest teacher from?", False),
+    ("List all songs. Which are the longest?", False),  # sentence starts
+    ("What are the ids of the dogs' owners?", False),  # a possessive, not a quote
+    ("Which singers are from France?", True),
+    ("Show the names containing 'Hey'.", True),
+    ("How many pets are older than 3?", True),
+])
+def test_whether_a_question_names_a_value(question: str, names: bool) -> None:
+    assert names_a_value(question) is names

@@ -77,7 +77,7 @@ def car(tmp_path: Path) -> Path:
 
 
 FRANCE = "SELECT Name FROM singer WHERE Country = 'France'"
-OLDER = "SELECT Name FROM singer WHERE Age > 40"
+OLDER = "SELECT Name FROM singer WHERE Age > (SELECT AVG(Age) FROM singer)"
 
 
 def test_the_majority_result_wins_and_the_answer_shows_its_trajectories(concert) -> None:
@@ -91,7 +91,7 @@ def test_the_majority_result_wins_and_the_answer_shows_its_trajectories(concert)
     assert sorted(answer.rows) == [("John Nizinik",), ("Justin Brown",), ("Rose White",), ("Tribal King",)]
     votes = {c["sql"].split("WHERE ")[1].split(" LIMIT")[0]: c["trajectories"]
              for c in answer.grounds["candidates"]}
-    assert votes["Country = 'France'"] > votes["Age > 40"]
+    assert votes["Country = 'France'"] > votes["Age > (SELECT AVG(Age) FROM singer)"]
     # The first trajectory is a greedy direct generation; later ones sample.
     generations = [r for r in llm.requests if stage_of(r) == "sql_generation"]
     assert generations[0].temperature == 0.0 and any(g.temperature > 0 for g in generations)
@@ -121,6 +121,15 @@ def test_search_stops_when_the_results_agree_and_never_exceeds_its_call_cap(conc
     llm = Scripted(sql_generation=[sql(FRANCE), sql(OLDER)], understand="{}")
     answer = run(concert, "Which singers are from France?", llm, rollouts=30, early_stop=0, max_calls=5)
     assert answer.ok and len(llm.requests) <= 5
+
+
+def test_the_search_leaves_the_discriminator_its_calls(concert) -> None:
+    llm = Scripted(understand="{}", sql_generation=[sql(FRANCE), sql(OLDER), sql(FRANCE), sql(OLDER)])
+    answer = run(concert, "Which singers are from France?", llm, rollouts=30, early_stop=0, max_calls=5,
+                 actions="sql_generation", root_samples=8, discriminated=2)
+    # 1 call to understand, 2 for the search, the 2 kept back check both candidates.
+    assert llm.stages() == ["understand"] + ["sql_generation"] * 4
+    assert [c["discriminator"] for c in answer.grounds["candidates"]] == [1.0, 1.0]
 
 
 def test_a_failing_query_is_revised_with_the_real_columns(concert) -> None:
@@ -163,7 +172,7 @@ def test_the_calculator_does_the_arithmetic_and_its_results_reach_the_sql_turn(c
 def test_the_reward_tells_queries_apart_on_populated_variants_of_an_empty_database(car) -> None:
     # The LogicCat database holds no rows: on it both queries return nothing and would agree.
     heavy = "SELECT Model FROM cars WHERE Weight > 2000"
-    light = "SELECT Model FROM cars WHERE Weight < 1000"
+    light = "SELECT Model FROM cars WHERE Weight < 2000"
     llm = Scripted(understand="{}", sql_generation=[sql(heavy), sql(light), sql(heavy)])
     answer = run(car, "Which car models weigh over 2000 kg?", llm, rollouts=3, early_stop=0,
                  discriminator=False)
@@ -183,7 +192,7 @@ def test_the_discriminator_completes_a_masked_trajectory(concert) -> None:
                 for c in answer.grounds["candidates"]}
     # Two trajectories disagreed; each was completed once more: OLDER, then FRANCE.
     assert llm.stages().count("sql_generation") == 4
-    assert verdicts == {"Country = 'France'": 0.0, "Age > 40": 0.0}
+    assert verdicts == {"Country = 'France'": 0.0, "Age > (SELECT AVG(Age) FROM singer)": 0.0}
 
 
 def test_the_discriminator_is_not_asked_when_it_cannot_change_the_choice(concert) -> None:
@@ -195,6 +204,19 @@ def test_the_discriminator_is_not_asked_when_it_cannot_change_the_choice(concert
     assert llm.stages().count("sql_generation") == 4
     assert [c["discriminator"] for c in answer.grounds["candidates"]] == [0.5, 0.5]
     assert "France" in answer.sql
+
+
+def test_a_guessed_number_is_revised_and_counts_less(concert) -> None:
+    guessed = "SELECT Name FROM singer WHERE Age > 32"
+    llm = Scripted(understand="{}", sql_generation=[sql(guessed), sql(guessed), sql(OLDER)],
+                   sql_revision=sql(guessed))
+    answer = run(concert, "Which singers are older than average?", llm, rollouts=3, early_stop=0,
+                 actions="sql_generation+sql_revision", root_samples=3, discriminator=False)
+    revisions = [r for r in llm.requests if stage_of(r) == "sql_revision"]
+    assert revisions and "32, which the question does not state" in revisions[0].messages[-1].content
+    # Two trajectories guessed 32 (Exec 0.5 each, as a group 0.4*0.5 + 0.4*2/3), one computed
+    # the average (0.4*1 + 0.4*1/3): the computed one wins the vote's minority.
+    assert "AVG(Age)" in answer.sql
 
 
 def test_the_ablation_switches_are_settings() -> None:

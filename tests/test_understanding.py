@@ -25,6 +25,7 @@ from groundsql.understanding import (
     extract_quantities,
     named_constants,
     sql_constants,
+    unstated_numbers,
 )
 from tests.conftest import BENCHMARKS, shared_file
 
@@ -571,3 +572,31 @@ def test_the_prompt_lines_name_the_columns_that_store_a_number() -> None:
     stored = {name: columns_for(q, STORED_SCHEMA) for name, q in named_constants(quantities).items()}
     assert sql_constants(quantities, stored=stored) == [
         "length = 2467 m (a value of bridge.Length_Meters)", "wind_speed = 10 m/s"]
+
+
+# -- numbers a query compares with that the question does not state (unstated.py) ------------
+
+UNSTATED = [
+    ("singers older than average", "SELECT Name FROM singer WHERE Age > 32", ["32"]),
+    ("singers older than average", "SELECT Name FROM singer WHERE Age > (SELECT AVG(Age) FROM singer)", []),
+    ("concerts in 2014", "SELECT * FROM concert WHERE Year = '2014'", []),  # a number as a string
+    ("aged 20 to 40", "SELECT * FROM t WHERE age BETWEEN 20 AND 40 AND x IN (3, 5)", ["3", "5"]),
+    ("more than two makers", "SELECT c FROM t GROUP BY c HAVING COUNT(*) > 2", []),  # a number word
+    ("the most makers", "SELECT c FROM t GROUP BY c HAVING COUNT(*) > 5", ["5"]),
+    ("grew by 15%", "SELECT x FROM t WHERE rate > 0.15", []),  # the percentage as a fraction
+    ("speeds", "SELECT x FROM t WHERE a > 3.6 * b AND 1 = 1 AND c <> 0", []),  # formulas, 0 and 1
+    ("cars below zero", "SELECT x FROM t WHERE t.v < -2.5", ["-2.5"]),
+    ("the top 5", "SELECT x FROM t ORDER BY y LIMIT 5", []),  # not a comparison
+    ("not sql", "SELECT FROM WHERE", []),
+]
+
+
+@pytest.mark.parametrize("question, sql, expected", UNSTATED, ids=[u[1][:40] for u in UNSTATED])
+def test_unstated_numbers(question: str, sql: str, expected: list[str]) -> None:
+    assert unstated_numbers(sql, question, "sqlite") == expected
+
+
+def test_a_computed_constant_is_stated() -> None:
+    sql = "SELECT x FROM cars WHERE Range > 6666.7"
+    assert unstated_numbers(sql, "a 1000 kWh battery at 0.15 kWh/km", "sqlite") == ["6666.7"]
+    assert unstated_numbers(sql, "a 1000 kWh battery at 0.15 kWh/km", "sqlite", known=[6666.7]) == []

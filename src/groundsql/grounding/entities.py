@@ -24,7 +24,7 @@ from rapidfuzz import fuzz, process
 from groundsql.db import Database
 from groundsql.packs.model import EntityTable
 
-__all__ = ["EntityIndex", "EntityMatch", "Unresolved", "normalize_name"]
+__all__ = ["EntityIndex", "EntityMatch", "Unresolved", "names_a_value", "normalize_name"]
 
 _TOKEN = re.compile(r"[\w&.'-]+", re.UNICODE)
 _LEGAL_SUFFIXES = re.compile(
@@ -55,6 +55,18 @@ def _sentence_start(question: str, tokens, i: int) -> bool:
         return True
     before = question[:tokens[i][1]].rstrip(" \t\n'\"")
     return before.endswith((".", "?", "!", ":"))
+
+
+def names_a_value(question: str) -> bool:
+    """Whether the question mentions something a filter could compare with: a number, a
+    quoted string or a capitalised word that does not start a sentence ("Where is the
+    youngest teacher from?" mentions none: extracting filter values from it invents them)."""
+    if any(ch.isdigit() for ch in question) or re.search(r"[\"“‘]|(?:^|\s)'", question):
+        return True
+    tokens = [(m.group(0).strip(".'"), m.start(), m.end()) for m in _TOKEN.finditer(question)]
+    tokens = [t for t in tokens if t[0]]
+    return any(word[:1].isupper() and not _sentence_start(question, tokens, i)
+               and word.lower() not in _QUESTION_WORDS for i, (word, _, _) in enumerate(tokens))
 
 
 def _searched_for(question: str, start: int) -> bool:

@@ -6,6 +6,7 @@ unit-aware calculator, so the model never does arithmetic or unit conversion its
   rulebase.py    RuleBase.load(path) / check_relation(...)    (rules.yaml, validated)
   calculator.py  evaluate(expr, constants), convert(q, unit), sql_constants(quantities)
   fields.py      columns_for(quantity, schema): the columns that store a stated number
+  unstated.py    unstated_numbers(sql, question): numbers a query compares with but nobody gave
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from groundsql.understanding.calculator import (
     sql_constants,
 )
 from groundsql.understanding.fields import columns_for
+from groundsql.understanding.unstated import unstated_numbers
 from groundsql.understanding.quantities import Quantity, Role, extract_quantities
 from groundsql.understanding.rulebase import (
     Formula,
@@ -48,4 +50,5 @@ __all__ = [
     "extract_quantities",
     "named_constants",
     "sql_constants",
+    "unstated_numbers",
 ]

@@ -48,8 +48,11 @@ def search(question: str, ctx: Context) -> Answer:
     def pool() -> list[Trajectory]:
         return [n.state for n in terminals]
 
+    # The discriminator's checks (a completion each) are kept out of the search's share of
+    # the cap: a search that spends every call leaves the selection nothing to check with.
+    reserved = min(config.discriminated, (config.max_calls - problem.calls) // 2) if config.discriminator else 0
     env = SearchEnvironment(ctx, problem, config, trace, calls=problem.calls,
-                            scorer=lambda state: _reward(state, pool(), probe))
+                            scorer=lambda state: _reward(state, pool(), probe), reserved=reserved)
     try:
         def stop(reached: list[Node[Trajectory]]) -> bool:
             terminals[:] = reached
@@ -67,6 +70,7 @@ def search(question: str, ctx: Context) -> Answer:
             return trace.finish(sql=None, error=f"no trajectory produced a query that runs: {reason}")
         signatures = probe.signatures([t.sql for t in finished if t.sql])
         candidates = [Candidate(t, signatures.get(t.sql or "")) for t in finished]
+        env.reserved = 0
         with trace.step("select") as step:
             chosen, scores = select_candidate(candidates, env, probe, config,
                                               random.Random(f"{ctx.settings.llm.seed}:{question}"))

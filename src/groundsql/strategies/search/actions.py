@@ -12,17 +12,20 @@ compressed schema, question, semantic state), so a local backend only computes e
     entity_extraction  the model names filter values; each is looked up in the data, with the
                        closest real values when it is not there (grounding/values.py)
     sql_generation     the model writes the query; it runs (validator, read-only connection)
-    sql_revision       after an error, or an empty result caused by a value not in the data
+    sql_revision       after an error, an empty result caused by a value not in the data, or a
+                       comparison with a number the question does not state (guessed)
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from groundsql.config import SearchConfig
 from groundsql.errors import DatabaseError, LLMError, UnsafeSQLError
+from groundsql.grounding.entities import names_a_value
 from groundsql.grounding.values import (check_value, has_values, looks_empty, missing_filter_values,
                                         missing_values_text)
 from groundsql.llm import ChatRequest, Message
@@ -32,7 +35,7 @@ from groundsql.schema.linking import connect, join_graph
 from groundsql.strategies.answer import Trace
 from groundsql.strategies.context import Context, extract_sql, name_list, parse_json
 from groundsql.strategies.feedback import error_feedback
-from groundsql.understanding import CalculatorError, Quantity, evaluate
+from groundsql.understanding import CalculatorError, Quantity, evaluate, unstated_numbers
 
 __all__ = ["Problem", "Step", "Trajectory", "SearchEnvironment"]
 
@@ -88,6 +91,8 @@ class SearchEnvironment:
     asked: set[tuple[Message, ...]] = field(default_factory=set)
     # The terminal score; the strategy supplies it because it needs the other trajectories.
     scorer: Callable[[Trajectory], float] | None = None
+    # Calls of the cap kept back for a later phase (the discriminator's, during the search).
+    reserved: int = 0
 
     def __post_init__(self) -> None:
         self.graph = join_graph(self.problem.schema)
@@ -122,13 +127,15 @@ class SearchEnvironment:
         return self.scorer(state)
 
     def exhausted(self) -> bool:
-        return self.calls >= self.config.max_calls
+        return self.calls >= self.config.max_calls - self.reserved
 
     def _applies(self, action: str) -> bool:
         if action == "equation_analysis":
             return bool(self.problem.constants)
         if action == "schema_selection":
             return len(self.problem.schema.tables) > 1
+        if action == "entity_extraction":  # asked of a question naming nothing, the model invents
+            return names_a_value(self.problem.question)
         return True
 
     # -- applying an action ------------------------------------------------------------------
@@ -324,9 +331,24 @@ class SearchEnvironment:
                 error = ("It found nothing, because these filter values are not in the data:\n"
                          + missing_values_text(missing))
                 record["missing"] = [m.text() for m in missing]
+        if error is None:
+            guessed = unstated_numbers(checked.sql, self.problem.question, self.ctx.db.dialect,
+                                       known=[_leading_number(v) for _, v in state.computed])
+            if guessed:
+                error = (f"It compares with {', '.join(guessed)}, which the question does not state: "
+                         "compute such a value in SQL (a subquery), or use the question's numbers.")
+                record["unstated"] = guessed
         note = error or ""
         return replace(state, steps=(*state.steps, replace(step, note=note)), sql=checked.sql,
                        error=error, ran=True, revised=revised)
+
+
+def _leading_number(text: str) -> float:
+    """The value of a calculator result's text ("1047.2 rad/s" -> 1047.2); NaN if none."""
+    try:
+        return float(text.split()[0])
+    except (ValueError, IndexError):
+        return math.nan
 
 
 def _object(**properties: dict) -> dict:
