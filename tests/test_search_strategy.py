@@ -130,6 +130,12 @@ def test_the_search_leaves_the_discriminator_its_calls(concert) -> None:
     # 1 call to understand, 2 for the search, the 2 kept back check both candidates.
     assert llm.stages() == ["understand"] + ["sql_generation"] * 4
     assert [c["discriminator"] for c in answer.grounds["candidates"]] == [1.0, 1.0]
+    # With nothing to tell apart (no query runs), nothing is kept back: the search uses all 5.
+    llm = Scripted(understand="{}", sql_generation=sql("SELECT nom FROM singer"),
+                   sql_revision=sql("SELECT nom FROM singer"))
+    run(concert, "Which singers are from France?", llm, rollouts=30, early_stop=0, max_calls=5,
+        actions="sql_generation+sql_revision", root_samples=8, discriminated=2)
+    assert len(llm.requests) == 5
 
 
 def test_a_failing_query_is_revised_with_the_real_columns(concert) -> None:

@@ -48,14 +48,17 @@ def search(question: str, ctx: Context) -> Answer:
     def pool() -> list[Trajectory]:
         return [n.state for n in terminals]
 
-    # The discriminator's checks (a completion each) are kept out of the search's share of
-    # the cap: a search that spends every call leaves the selection nothing to check with.
-    reserved = min(config.discriminated, (config.max_calls - problem.calls) // 2) if config.discriminator else 0
+    # Once there are candidates to tell apart, the discriminator's checks (a completion each)
+    # are kept out of the search's share of the cap: a search that spends every call leaves
+    # the selection nothing to check with. Until then the search may use every call.
+    reserve = min(config.discriminated, (config.max_calls - problem.calls) // 2) if config.discriminator else 0
     env = SearchEnvironment(ctx, problem, config, trace, calls=problem.calls,
-                            scorer=lambda state: _reward(state, pool(), probe), reserved=reserved)
+                            scorer=lambda state: _reward(state, pool(), probe))
     try:
         def stop(reached: list[Node[Trajectory]]) -> bool:
             terminals[:] = reached
+            ran = {t.sql for t in pool() if t.sql and t.ran}
+            env.reserved = reserve if len(ran) > 1 else 0
             return env.exhausted() or _agreed(pool(), probe, config.early_stop)
 
         with trace.step("search", rollouts=config.rollouts) as step:
