@@ -49,6 +49,12 @@ _SEARCH_WORDS = re.compile(r"\b(contain\w*|substring|includ\w*|word|words|like|s
                            r"end\w*|letter\w*|pattern|having)\b[^'\"]*$", re.I)
 
 
+def _tokens(question: str) -> list[tuple[str, int, int]]:
+    """The question's words with their spans, edge dots and quotes stripped."""
+    tokens = [(m.group(0).strip(".'"), m.start(), m.end()) for m in _TOKEN.finditer(question)]
+    return [t for t in tokens if t[0]]
+
+
 def _sentence_start(question: str, tokens, i: int) -> bool:
     """The first word of the question or of a sentence in it (capitalised for that reason)."""
     if i == 0:
@@ -63,8 +69,7 @@ def names_a_value(question: str) -> bool:
     youngest teacher from?" mentions none: extracting filter values from it invents them)."""
     if any(ch.isdigit() for ch in question) or re.search(r"[\"“‘]|(?:^|\s)'", question):
         return True
-    tokens = [(m.group(0).strip(".'"), m.start(), m.end()) for m in _TOKEN.finditer(question)]
-    tokens = [t for t in tokens if t[0]]
+    tokens = _tokens(question)
     return any(word[:1].isupper() and not _sentence_start(question, tokens, i)
                and word.lower() not in _QUESTION_WORDS for i, (word, _, _) in enumerate(tokens))
 
@@ -185,8 +190,7 @@ class EntityIndex:
     def link(self, question: str, max_words: int = 6) -> tuple[list[EntityMatch], list[Unresolved]]:
         """Entity matches for the question's word spans (best first, not overlapping), and
         the capitalised spans that match nothing the domain knows."""
-        tokens = [(m.group(0).strip(".'"), m.start(), m.end()) for m in _TOKEN.finditer(question)]
-        tokens = [t for t in tokens if t[0]]
+        tokens = _tokens(question)
         options = []
         for start in range(len(tokens)):
             for end in range(start + 1, min(len(tokens), start + max_words) + 1):
