@@ -10,6 +10,8 @@ column name spells ("Length_Meters") must have the number's dimension. No model 
 
 from __future__ import annotations
 
+import pint
+
 from groundsql.schema import Schema
 from groundsql.schema.compress import name_words
 from groundsql.understanding.quantities import Quantity
@@ -27,22 +29,22 @@ def columns_for(quantity: Quantity, schema: Schema, rules: RuleBase | None = Non
         return []
     rules = rules or default_rules()
     label = set(name_words(quantity.label))
+    target = rules.parse_unit(quantity.unit) if quantity.unit else None
     scored: list[tuple[tuple[int, bool], str]] = []
     for table in schema.tables:
         for column in table.columns:
             if column.is_text:  # "a car model of $30,000": a number is not a name
                 continue
-            words = name_words(column.name)
-            units = [w for w in words if _unit_word(w, rules)]
-            content = set(words) - set(units)
+            spelled = {w: _unit(w, rules) for w in name_words(column.name)}
+            units = [u for u in spelled.values() if u is not None]
+            content = {w for w, u in spelled.items() if u is None}
             if not content or not content <= label or 2 * len(content) < len(label):
                 continue
             if units and quantity.dimensionality and not any(
-                    _dimension(u, rules) == quantity.dimensionality for u in units):
+                    str(u.dimensionality) == quantity.dimensionality for u in units):
                 continue
             # "2467 meters": Length_Meters before Length_Feet.
-            same_unit = bool(quantity.unit) and any(rules.parse_unit(u) == rules.parse_unit(quantity.unit)
-                                                    for u in units)
+            same_unit = target is not None and target in units
             scored.append(((len(content), same_unit), f"{table.name}.{column.name}"))
     if not scored:
         return []
@@ -50,12 +52,6 @@ def columns_for(quantity: Quantity, schema: Schema, rules: RuleBase | None = Non
     return [name for score, name in scored if score == best][:limit]
 
 
-def _unit_word(word: str, rules: RuleBase) -> bool:
-    return len(word) > 1 and not rules.is_not_unit(word) and rules.parse_unit(word) is not None
-
-
-def _dimension(word: str, rules: RuleBase) -> str:
-    try:
-        return str(rules.dimension(word))
-    except Exception:  # noqa: BLE001 - a word pint reads but cannot place has no dimension
-        return ""
+def _unit(word: str, rules: RuleBase) -> pint.Unit | None:
+    """The unit a word of a column name spells ("meters" of Length_Meters), else None."""
+    return rules.parse_unit(word) if len(word) > 1 and not rules.is_not_unit(word) else None

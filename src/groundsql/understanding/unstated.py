@@ -3,9 +3,9 @@
 A small model computes what SQL should: asked for singers "older than average", it writes
 `age > 32` (a number it guessed) instead of a subquery, or it filters a "youngest teacher"
 on an age it made up. Such a query runs and looks plausible, so the check is on the text: a
-number compared with a column or a count (WHERE, HAVING, JOIN conditions) that the question does not state,
-that the calculator did not compute and that is not 0 or 1 is reported, so the query can be
-revised and, in a vote, counts less than one that needs no invented number.
+number compared with a column or a count (WHERE, HAVING, JOIN conditions) that the question
+does not state, that the calculator did not compute and that is not 0 or 1 is reported, so
+the query can be revised and, in a vote, counts less than one that needs no invented number.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ _COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Between, 
 
 
 def unstated_numbers(sql: str, question: str, dialect: str, known: Iterable[float] = ()) -> list[str]:
-    """The numbers (as written in `sql`) compared with a column or an aggregate that neither the question
-    nor `known` (computed constants) gives; [] when the query does not parse."""
+    """The numbers (as written in `sql`) compared with a column or an aggregate that neither
+    the question nor `known` (computed constants) gives; [] when the query does not parse."""
     try:
         tree = sqlglot.parse_one(sql, read=dialect)
     except sqlglot.errors.SqlglotError:
@@ -54,22 +54,18 @@ def unstated_numbers(sql: str, question: str, dialect: str, known: Iterable[floa
 
 
 def _number_text(node: exp.Expression) -> str | None:
-    """A literal number (or a string that is one: `year = '2014'`) as written."""
-    if isinstance(node, exp.Neg):
-        inner = _number_text(node.this)
-        return f"-{inner}" if inner is not None else None
-    if not isinstance(node, exp.Literal):
-        return None
+    """A literal number, negated or not (or a string that is one: `year = '2014'`), as written."""
     value = literal_value(node)
     if isinstance(value, str):
-        try:
-            float(value)
-        except ValueError:
-            return None
-    elif not isinstance(value, (int, float)) or isinstance(value, bool):
+        text = value
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        text = node.sql()
+    else:
         return None
-    text = str(node.this)
-    return text if math.isfinite(float(text)) else None
+    try:
+        return text if math.isfinite(float(text)) else None
+    except ValueError:
+        return None
 
 
 def _stated(value: float, stated: set[float]) -> bool:
