@@ -65,3 +65,11 @@ def test_eval_command_writes_three_reports_and_resumes(tmp_path: Path) -> None:
     assert report["configs"]["gold"]["ex"] == 100.0
     again = _cli("eval", str(bench), "--config", "gold", "--out", str(out))
     assert again.returncode == 0 and len((out / "results.jsonl").read_text().splitlines()) == 3
+
+
+def test_ask_help_names_every_strategy() -> None:
+    from groundsql.strategies import STRATEGIES
+
+    done = _cli("ask", "--help", env={"COLUMNS": "200"})
+    assert done.returncode == 0
+    assert all(name in done.stdout for name in STRATEGIES), done.stdout

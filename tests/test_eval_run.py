@@ -139,6 +139,9 @@ def test_run_scores_and_resumes(tmp_path: Path) -> None:
     assert [r["ex"] for r in zero] == [True, False, False]  # wrong table; wrong order (gold orders)
     assert zero[0]["tier"] in (1, 2) and zero[0]["model_calls"] == 1
     assert zero[1]["semantic"] is False and zero[1]["pred_rows"] == [[9]]
+    # The record keeps the model's reply, so a failure can be read without running it again.
+    replies = [c["text"] for step in zero[1]["trace"] for c in step.get("calls", [])]
+    assert replies == ["SELECT COUNT(*) FROM stadium"]
 
     # A second run over the same folder does nothing (the scripted model has no answers left).
     EvalRun(items=items, configs=configs, out_dir=tmp_path, llm=Scripted()).run()

@@ -204,6 +204,8 @@ class EvalRun:
             # What the strategy based its answer on (resolved IDs, search candidates): for
             # reading a run's failures without running it again.
             **({"grounds": json_value(answer.grounds)} if answer.grounds else {}),
+            # Every step with the model's replies (the prompts are left out: they repeat).
+            "trace": answer.to_dict()["trace"],
         }
 
     def _answer(self, config: EvalConfig, item: EvalItem, db: Database) -> Answer:
