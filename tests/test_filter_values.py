@@ -6,7 +6,7 @@ import pytest
 
 from groundsql.config import SafetyConfig
 from groundsql.db import Database
-from groundsql.grounding.values import looks_empty, missing_filter_values
+from groundsql.grounding.values import looks_empty, missing_filter_values, unmentioned_filter_values
 from tests.conftest import BENCHMARKS, shared_file, spider_db
 
 # (query, what the check reports: "table.column op literal" of each missing value, closest first)
@@ -74,3 +74,22 @@ def test_an_empty_table_blames_no_filter_value() -> None:
         assert missing_filter_values(sql, database, database.introspect(), SafetyConfig()) == []
     finally:
         database.close()
+
+
+# (question, query, the filter values reported as made up: neither in the question nor in the data)
+UNMENTIONED = [
+    ("Which singers are from France?", "SELECT Name FROM singer WHERE Country = 'France'", []),
+    ("Which singers are from france?", "SELECT Name FROM singer WHERE Country = 'FRANCE'", []),
+    # In the data though the question words it otherwise: the data vouches for it.
+    ("Which singers are Dutch?", "SELECT Name FROM singer WHERE Country = 'Netherlands'", []),
+    ("Which singers are Dutch?", "SELECT Name FROM singer WHERE Country = 'Holland'", ["Holland"]),
+    ("Which singers are older than 30?",
+     "SELECT Name FROM singer WHERE Age > 30 AND Country IN ('France', 'Narnia')", ["Narnia"]),
+    ("Singers named like Timbaland?", "SELECT Name FROM singer WHERE Name LIKE '%Timbalnd%'", []),
+    ("How many concerts in 1999?", "SELECT count(*) FROM concert WHERE Year = '1999'", []),  # a number
+]
+
+
+@pytest.mark.parametrize("question, sql, expected", UNMENTIONED, ids=[c[1][20:70] for c in UNMENTIONED])
+def test_unmentioned_filter_values(db: Database, question: str, sql: str, expected: list[str]) -> None:
+    assert unmentioned_filter_values(sql, question, db, db.introspect(), SafetyConfig()) == expected

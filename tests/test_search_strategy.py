@@ -187,7 +187,15 @@ def test_the_reward_tells_queries_apart_on_populated_variants_of_an_empty_databa
     llm = Scripted(understand="{}", sql_generation=[sql(heavy), sql(light), sql(heavy)])
     answer = run(car, "Which car models weigh over 2000 kg?", llm, rollouts=3, early_stop=0,
                  discriminator=False, probe_variants=0)
-    assert [c["trajectories"] for c in answer.grounds["candidates"]] == [3]  # all "agree" on nothing
+    # Without variants every query finds nothing: they would all "agree"; vacuous results
+    # stand alone instead, and only the same query text counts twice.
+    assert [c["trajectories"] for c in answer.grounds["candidates"]] == [2, 1]
+    assert [c["exec"] for c in answer.grounds["candidates"]] == [0.5, 0.5]
+    # Nor does finding nothing alike stop the search early.
+    llm = Scripted(understand="{}", sql_generation=[sql(heavy), sql(light), sql(heavy)])
+    run(car, "Which car models weigh over 2000 kg?", llm, rollouts=3, early_stop=2,
+        discriminator=False, probe_variants=0, actions="sql_generation", root_samples=3)
+    assert llm.stages().count("sql_generation") == 3
 
 
 def test_the_discriminator_completes_a_masked_trajectory(concert) -> None:
@@ -242,3 +250,15 @@ def test_on_an_empty_database_a_value_is_not_blamed_and_a_right_query_is_not_rev
     told = [r.messages[-1].content for r in llm.requests
             if "Checked against the data" in r.messages[-1].content]
     assert told and "cars.Model holds no values: 'Corolla' cannot be checked" in told[0]
+
+
+def test_an_invented_filter_value_is_revised(car) -> None:
+    # The database is empty, so no empty result can blame 'Camry'; the question never names it.
+    invented = "SELECT Model FROM cars WHERE Model = 'Camry' AND Weight > 2000"
+    right = "SELECT Model FROM cars WHERE Weight > 2000"
+    llm = Scripted(understand="{}", sql_generation=sql(invented), sql_revision=sql(right))
+    answer = run(car, "Which car models weigh over 2000 kg?", llm, rollouts=1, early_stop=0,
+                 discriminator=False, actions="sql_revision")
+    revisions = [r for r in llm.requests if stage_of(r) == "sql_revision"]
+    assert len(revisions) == 1 and "'Camry', which the question does not mention" in revisions[0].messages[-1].content
+    assert answer.sql.startswith(right)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import sqlglot
-from rapidfuzz import process, utils
+from rapidfuzz import fuzz, process, utils
 from sqlglot import exp
 
 from groundsql.config import SafetyConfig
@@ -28,10 +28,12 @@ from groundsql.safety import run_validated
 from groundsql.schema import Schema
 from groundsql.testsuite.literals import literal_value, resolve_column
 
-__all__ = ["MissingValue", "check_value", "has_values", "missing_filter_values", "looks_empty", "missing_values_text"]
+__all__ = ["MissingValue", "check_value", "has_values", "missing_filter_values", "looks_empty",
+           "missing_values_text", "unmentioned_filter_values"]
 
 _VALUES_READ = 2000  # distinct values of one column compared with a missing literal
 _CLOSEST = 3
+_MENTIONED = 85  # rapidfuzz partial ratio at which a filter value counts as named by the question
 
 
 @dataclass(frozen=True)
@@ -64,23 +66,56 @@ def missing_filter_values(sql: str, db: Database, schema: Schema, policy: Safety
         tree = sqlglot.parse_one(sql, read=db.dialect)
     except sqlglot.errors.SqlglotError:
         return []
-    columns = {t.name: [c.name for c in t.columns] for t in schema.tables}
     missing: list[MissingValue] = []
+    for table, name, op, literal in _table_filters(tree, schema):
+        absent = check_value(db, policy, table, name, literal, op)
+        if absent is not None:
+            missing.append(absent)
+    return missing
+
+
+def unmentioned_filter_values(sql: str, question: str, db: Database, schema: Schema,
+                              policy: SafetyConfig) -> list[str]:
+    """The text literals `sql` filters on that no row holds and the question never mentions:
+    values the model made up. On an empty database (LogicCat ships empty) or a filter that
+    still leaves rows, an empty result cannot point them out; the question can. Numbers are
+    left to `understanding.unstated_numbers`."""
+    try:
+        tree = sqlglot.parse_one(sql, read=db.dialect)
+    except sqlglot.errors.SqlglotError:
+        return []
+    said = utils.default_process(question)
+    found: list[str] = []
+    for table, name, op, literal in _table_filters(tree, schema):
+        if not isinstance(literal, str) or _number(literal) is not None or literal in found:
+            continue
+        if _mentioned(literal.strip("%_"), said) or _occurs(db, policy, table, name, op, literal):
+            continue
+        found.append(literal)
+    return found
+
+
+def _mentioned(value: str, said: str) -> bool:
+    """The question names the value, give or take case, spacing and a typo or two."""
+    text = utils.default_process(value)
+    if not text or text.replace(" ", "") in said.replace(" ", ""):
+        return True
+    return fuzz.partial_ratio(text, said) >= _MENTIONED
+
+
+def _table_filters(tree: exp.Expression, schema: Schema):
+    """(table, column, op, literal) for each literal filter on a real column, once each."""
+    columns = {t.name: [c.name for c in t.columns] for t in schema.tables}
     seen: set[tuple[str, str, str, Any]] = set()
     for column, op, literal in _literal_filters(tree):
         resolved = resolve_column(column, columns)  # aliases, scopes and CTEs as the filler sees them
         real = schema.table(resolved[0]) if resolved else None
         if real is None or real.column(resolved[1]) is None:
             continue
-        table, name = real.name, real.column(resolved[1]).name
-        key = (table, name, op, literal)
-        if key in seen:
-            continue
-        seen.add(key)
-        absent = check_value(db, policy, table, name, literal, op)
-        if absent is not None:
-            missing.append(absent)
-    return missing
+        key = (real.name, real.column(resolved[1]).name, op, literal)
+        if key not in seen:
+            seen.add(key)
+            yield key
 
 
 def check_value(db: Database, policy: SafetyConfig, table: str, column: str, value: Any,

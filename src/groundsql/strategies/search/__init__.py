@@ -72,7 +72,7 @@ def search(question: str, ctx: Context) -> Answer:
             reason = next((t.failed or t.error for t in pool() if t.failed or t.error), None)
             return trace.finish(sql=None, error=f"no trajectory produced a query that runs: {reason}")
         signatures = probe.signatures([t.sql for t in finished if t.sql])
-        candidates = [Candidate(t, signatures.get(t.sql or "")) for t in finished]
+        candidates = [Candidate(t, signatures.get(t.sql or ""), probe.vacuous(t.sql or "")) for t in finished]
         env.reserved = 0
         with trace.step("select") as step:
             chosen, scores = select_candidate(candidates, env, probe, config,
@@ -181,7 +181,8 @@ def _understand(ctx: Context, question: str, compressed: CompressedSchema, confi
 
 def _reward(state: Trajectory, pool: list[Trajectory], probe: Probe) -> float:
     """Execution self-consistency: 0 for a query that does not run; otherwise its agreement
-    with the other finished trajectories' results on the probe (0.5 with none to compare)."""
+    with the other finished trajectories' results on the probe (0.5 with none to compare).
+    Queries that find nothing anywhere do not agree with each other: they fail alike."""
     if not state.sql or not state.ran:
         return 0.0
     others = [t for t in pool if t is not state and t.sql and t.ran]
@@ -189,14 +190,14 @@ def _reward(state: Trajectory, pool: list[Trajectory], probe: Probe) -> float:
     mine = sigs[state.sql]
     if mine is None:
         return 0.0
-    agree = sum(1 for t in others if sigs.get(t.sql or "") == mine)
+    agree = 0 if probe.vacuous(state.sql) else sum(1 for t in others if sigs.get(t.sql or "") == mine)
     return (agree + 0.5) / (len(others) + 1)
 
 
 def _agreed(pool: list[Trajectory], probe: Probe, needed: int) -> bool:
     if needed <= 0:
         return False
-    sqls = [t.sql for t in pool if t.sql and t.ran]
+    sqls = [t.sql for t in pool if t.sql and t.ran and not probe.vacuous(t.sql)]
     if len(sqls) < needed:
         return False
     sigs = probe.signatures(sqls)

@@ -12,8 +12,9 @@ compressed schema, question, semantic state), so a local backend only computes e
     entity_extraction  the model names filter values; each is looked up in the data, with the
                        closest real values when it is not there (grounding/values.py)
     sql_generation     the model writes the query; it runs (validator, read-only connection)
-    sql_revision       after an error, an empty result caused by a value not in the data, or a
-                       comparison with a number the question does not state (guessed)
+    sql_revision       after an error, an empty result caused by a value not in the data, a
+                       comparison with a number the question does not state (guessed), or a
+                       filter on a text value neither the question nor the data has (invented)
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from groundsql.config import SearchConfig
 from groundsql.errors import DatabaseError, LLMError, UnsafeSQLError
 from groundsql.grounding.entities import names_a_value
 from groundsql.grounding.values import (check_value, has_values, looks_empty, missing_filter_values,
-                                        missing_values_text)
+                                        missing_values_text, unmentioned_filter_values)
 from groundsql.llm import ChatRequest, Message
 from groundsql.prompts import load_prompt
 from groundsql.schema import Schema
@@ -338,6 +339,14 @@ class SearchEnvironment:
                 error = (f"It compares with {', '.join(guessed)}, which the question does not state: "
                          "compute such a value in SQL (a subquery), or use the question's numbers.")
                 record["unstated"] = guessed
+        if error is None:
+            invented = unmentioned_filter_values(checked.sql, self.problem.question, self.ctx.db,
+                                                 self.problem.schema, self.ctx.settings.safety)
+            if invented:
+                shown = ", ".join(f"'{v}'" for v in invented)
+                error = (f"It filters on {shown}, which the question does not mention and no row holds: "
+                         "drop that filter, or filter on a value the question names.")
+                record["invented"] = invented
         note = error or ""
         return replace(state, steps=(*state.steps, replace(step, note=note)), sql=checked.sql,
                        error=error, ran=True, revised=revised)

@@ -8,6 +8,9 @@ both one row). So candidates also run on populated variants (testsuite/filler.py
 every candidate's filter literals are planted and each candidate's filters meet some joined
 rows (testsuite/witness.py): there, queries that differ in meaning tend to differ in result.
 
+A query that finds nothing anywhere, not even on variants planted to meet its own filters, is
+vacuous: two such queries agree only in failing, so their agreement is no evidence (`vacuous`).
+
 Variants are rebuilt whenever a new candidate brings literals or witnesses the current ones
 lack; that is milliseconds on these schemas. A non-SQLite database is compared on itself only.
 """
@@ -25,7 +28,7 @@ from groundsql.errors import DatabaseError, UnsafeSQLError
 from groundsql.safety import run_validated
 from groundsql.strategies.self_consistency import result_key
 from groundsql.testsuite.filler import FillPlan, fill_variants
-from groundsql.testsuite.suite import planted_literals, table_columns
+from groundsql.testsuite.suite import informative, planted_literals, table_columns
 from groundsql.testsuite.witness import plant_witnesses
 
 __all__ = ["Probe", "Signature"]
@@ -46,12 +49,17 @@ class Probe:
         self._paths: list[Path] = []
         self._scratch: Path | None = None
         self._cache: dict[str, Signature | None] = {}
+        self._informative: dict[str, bool] = {}  # some database gave the query a real result
 
     def signatures(self, sqls: list[str]) -> dict[str, Signature | None]:
         """Each query's signature (None where it fails to run on the real database)."""
         if self.source is not None and any(s not in self._built_for for s in sqls):
             self._rebuild(list(dict.fromkeys([*self._built_for, *sqls])))
         return {sql: self._signature(sql) for sql in sqls}
+
+    def vacuous(self, sql: str) -> bool:
+        """The query ran but found nothing (no rows, NULL, a single 0) on every database."""
+        return self.signatures([sql])[sql] is not None and not self._informative[sql]
 
     def close(self) -> None:
         if self._scratch is not None:
@@ -70,13 +78,16 @@ class Probe:
         except (UnsafeSQLError, DatabaseError):
             return None
         keys.append(result_key(result))
+        found = informative(result.rows)
         for path in self._paths:
             with Database(f"sqlite:///{path}", _PROBE_EXECUTION) as variant:
                 try:
                     _, result = run_validated(variant, sql, self.policy)
                     keys.append(result_key(result))
+                    found = found or informative(result.rows)
                 except (UnsafeSQLError, DatabaseError) as err:
                     keys.append(("error", type(err).__name__))
+        self._informative[sql] = found
         return tuple(keys)
 
     def _rebuild(self, sqls: list[str]) -> None:

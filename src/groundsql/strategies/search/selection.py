@@ -1,12 +1,14 @@
 """Trajectory selection (IESR 3.3): which finished trajectory answers.
 
-Trajectories whose queries give the same result on the probe databases form one candidate.
-Each is scored
+Trajectories whose queries give the same result on the probe databases form one candidate,
+unless that result is empty everywhere (vacuous: the queries agree only in finding nothing, so
+each stands alone). Each is scored
 
     score = alpha * Exec + beta * DiscConf + gamma * ConsVote      (0.4, 0.2, 0.4 by default)
 
-Exec is 1 for a query that ran and whose result is not explained away (an empty result caused
-by a filter value that is not in the data scores 0.5); ConsVote is the candidate's share of the
+Exec is 1 for a query that ran and whose result is not explained away (0.5 for a query the
+tools sent back, e.g. an empty result caused by a filter value that is not in the data, and for
+a vacuous one); ConsVote is the candidate's share of the
 trajectories; DiscConf is the discriminator's verdict: the candidate's trajectory is masked
 from a random step and completed again by the same model with other sampling; 1 when the
 completion gives the candidate's result, 0 when it does not, 0.5 when it was not checked
@@ -31,20 +33,23 @@ __all__ = ["Candidate", "select_candidate"]
 class Candidate:
     trajectory: Trajectory
     signature: Signature | None
+    vacuous: bool = False  # ran, but found nothing on any probe database
 
 
 def select_candidate(candidates: list[Candidate], env: SearchEnvironment, probe: Probe,
                      config: SearchConfig, rng: random.Random) -> tuple[Candidate, list[dict[str, Any]]]:
     groups: dict[Any, list[Candidate]] = {}
     for c in candidates:
-        key = c.signature if c.signature is not None else ("unrun", c.trajectory.sql)
+        key = ("alone", c.trajectory.sql) if c.signature is None or c.vacuous else c.signature
         groups.setdefault(key, []).append(c)
     ordered = sorted(groups.values(), key=lambda g: (-len(g), -_exec(g), candidates.index(g[0])))
     alpha, beta, gamma = config.weights
     base = {id(g): alpha * _exec(g) + gamma * len(g) / len(candidates) for g in ordered}
     disc = {id(g): 0.5 for g in ordered}
     if config.discriminator and len(ordered) > 1 and not _decided(ordered, base, beta):
-        for group in ordered[:config.discriminated]:
+        # A vacuous candidate's completion would agree only in finding nothing: not checked.
+        checkable = [g for g in ordered if not g[0].vacuous]
+        for group in checkable[:config.discriminated]:
             verdict = _discriminate(group[0], env, probe, rng)
             if verdict is not None:
                 disc[id(group)] = verdict
@@ -64,7 +69,7 @@ def _decided(ordered: list[list[Candidate]], base: dict[int, float], beta: float
 
 
 def _exec(group: list[Candidate]) -> float:
-    return max(1.0 if c.trajectory.ran and c.trajectory.error is None else
+    return max(1.0 if c.trajectory.ran and c.trajectory.error is None and not c.vacuous else
                0.5 if c.trajectory.ran else 0.0 for c in group)
 
 
