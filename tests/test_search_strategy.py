@@ -262,3 +262,14 @@ def test_an_invented_filter_value_is_revised(car) -> None:
     revisions = [r for r in llm.requests if stage_of(r) == "sql_revision"]
     assert len(revisions) == 1 and "'Camry', which the question does not mention" in revisions[0].messages[-1].content
     assert answer.sql.startswith(right)
+
+
+def test_a_constant_named_like_a_column_is_bound_to_its_number(car) -> None:
+    named = "SELECT Drag_Coefficient * air_density * frontal_area FROM performance_metrics"
+    llm = Scripted(understand="{}", sql_generation=sql(named))
+    answer = run(car, "What is the drag force term given an air density of 1.225 kg/m³ and a frontal area "
+                      "of 2.5 m²?", llm, rollouts=1, early_stop=0, discriminator=False, actions="sql_revision")
+    assert answer.ok and "sql_revision" not in llm.stages()
+    assert answer.sql.startswith("SELECT Drag_Coefficient * 1.225 * 2.5 FROM performance_metrics")
+    generation = next(s for s in answer.steps if s.name == "sql_generation")
+    assert sorted(generation.detail["bound"]) == ["air_density", "frontal_area"]

@@ -18,6 +18,7 @@ from groundsql.understanding import (
     CalculatorError,
     Quantity,
     RuleBase,
+    bind_constants,
     columns_for,
     convert,
     default_rules,
@@ -25,6 +26,7 @@ from groundsql.understanding import (
     extract_quantities,
     named_constants,
     sql_constants,
+    sql_value,
     unstated_numbers,
 )
 from tests.conftest import BENCHMARKS, shared_file
@@ -600,3 +602,34 @@ def test_a_computed_constant_is_stated() -> None:
     sql = "SELECT x FROM cars WHERE Range > 6666.7"
     assert unstated_numbers(sql, "a 1000 kWh battery at 0.15 kWh/km", "sqlite") == ["6666.7"]
     assert unstated_numbers(sql, "a 1000 kWh battery at 0.15 kWh/km", "sqlite", known=[6666.7]) == []
+
+
+# -- constants a query names as if they were columns (binding.py) ----------------------------
+
+BIND_VALUES = {"air_density": 1.225, "frontal_area": 2.5, "change": -0.015, "weight": 1500.0, "big": 4e6}
+BINDING = [
+    ("SELECT cars.Weight * air_density FROM cars", "SELECT cars.Weight * 1.225 FROM cars"),
+    # qualified with a real table that has no such column; any case
+    ("SELECT c.Weight * c.Frontal_Area FROM cars AS c", "SELECT c.Weight * 2.5 FROM cars AS c"),
+    ("SELECT Weight - change FROM cars", "SELECT Weight - -0.015 FROM cars"),
+    ("SELECT big / Weight FROM cars", "SELECT 4000000 / Weight FROM cars"),
+    ("SELECT Weight FROM cars WHERE Weight = weight", None),  # a real column stays
+    ("SELECT 1 AS air_density FROM cars ORDER BY air_density", None),  # an output alias stays
+    ("SELECT t.air_density FROM (SELECT 1 AS a FROM cars) AS t", None),  # a derived table's
+    ("SELECT x FROM (SELECT air_density AS x FROM cars) AS t", None),  # unqualified under one
+    ("SELECT nope.air_density FROM cars", None),  # an unknown qualifier is the database's error
+    ("SELECT FROM WHERE", None),
+]
+
+
+@pytest.mark.parametrize("sql, expected", BINDING, ids=[b[0][:40] for b in BINDING])
+def test_bind_constants(sql: str, expected: str | None) -> None:
+    bound, names = bind_constants(sql, BIND_VALUES, STORED_SCHEMA, "sqlite")
+    assert bound == (expected or sql) and bool(names) == (expected is not None)
+
+
+def test_the_bound_value_is_the_last_number_of_the_prompt_line() -> None:
+    quantities = extract_quantities("a power output of 7.8 kilowatts, a 15% rate and an air density of 1.2 kg/m³")
+    lines = sql_constants(quantities)
+    assert lines[0] == "power_output = 7.8 kW = 7800 W"
+    assert [sql_value(q) for q in named_constants(quantities).values()] == [7800.0, 0.15, 1.2]

@@ -7,6 +7,7 @@ unit-aware calculator, so the model never does arithmetic or unit conversion its
   calculator.py  evaluate(expr, constants), convert(q, unit), sql_constants(quantities)
   fields.py      columns_for(quantity, schema): the columns that store a stated number
   unstated.py    unstated_numbers(sql, question): numbers a query compares with but nobody gave
+  binding.py     bind_constants(sql, values, schema): constant names written as columns -> numbers
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from groundsql.understanding.calculator import (
     evaluate,
     named_constants,
     sql_constants,
+    sql_value,
 )
+from groundsql.understanding.binding import bind_constants
 from groundsql.understanding.fields import columns_for
 from groundsql.understanding.unstated import unstated_numbers
 from groundsql.understanding.quantities import Quantity, Role, extract_quantities
@@ -43,6 +46,7 @@ __all__ = [
     "RuleBase",
     "Settings",
     "Verdict",
+    "bind_constants",
     "columns_for",
     "convert",
     "default_rules",
@@ -50,5 +54,6 @@ __all__ = [
     "extract_quantities",
     "named_constants",
     "sql_constants",
+    "sql_value",
     "unstated_numbers",
 ]

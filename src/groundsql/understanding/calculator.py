@@ -139,19 +139,34 @@ def sql_constants(quantities: Iterable[Quantity], *, rules: RuleBase | None = No
     return lines
 
 
+def sql_value(q: Quantity, *, rules: RuleBase | None = None) -> float:
+    """The number a query computes with for `q`, the last one its `sql_constants` line shows:
+    a percentage as its fraction, a measurement in the unit its kind is computed in."""
+    rules = rules or default_rules()
+    if q.percent:
+        return q.fraction
+    converted = _in_display_unit(q, rules)
+    return converted.value if converted is not None else q.value
+
+
 def _constant_line(name: str, q: Quantity, rules: RuleBase) -> str | None:
     label = f"{name} = " if q.name else ""
     if q.percent:
         return f"{label}{_number(q.value)}% = {_number(q.fraction)}"
     if not q.unit:
         return f"{label}{_number(q.value)}" if q.name else None  # an unnamed bare number tells nothing
-    here = CalcResult(q.value, q.unit, q.dimensionality, rules)
-    line = f"{label}{here}"
-    kind = rules.kind_of(q.unit)
+    line = f"{label}{CalcResult(q.value, q.unit, q.dimensionality, rules)}"
+    converted = _in_display_unit(q, rules)
+    return f"{line} = {converted}" if converted is not None else line
+
+
+def _in_display_unit(q: Quantity, rules: RuleBase) -> CalcResult | None:
+    """`q` in the unit the rule base computes its kind in; None when it is in it already."""
+    kind = rules.kind_of(q.unit) if q.unit else None
     display = rules.quantities[kind].display if kind else None
-    if display and rules.parse_unit(display) != rules.parse_unit(q.unit):
-        line += f" = {here.to(display)}"
-    return line
+    if not display or rules.parse_unit(display) == rules.parse_unit(q.unit):
+        return None
+    return CalcResult(q.value, q.unit, q.dimensionality, rules).to(display)
 
 
 # ------------------------------------------------------------------------------------------

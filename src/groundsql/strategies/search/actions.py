@@ -36,7 +36,8 @@ from groundsql.schema.linking import connect, join_graph
 from groundsql.strategies.answer import Trace
 from groundsql.strategies.context import Context, extract_sql, name_list, parse_json
 from groundsql.strategies.feedback import error_feedback
-from groundsql.understanding import CalculatorError, Quantity, evaluate, unstated_numbers
+from groundsql.understanding import (CalculatorError, Quantity, bind_constants, evaluate, sql_value,
+                                     unstated_numbers)
 
 __all__ = ["Problem", "Step", "Trajectory", "SearchEnvironment"]
 
@@ -309,6 +310,12 @@ class SearchEnvironment:
     def _after_sql_revision(self, state: Trajectory, step: Step, record: dict) -> Trajectory:
         return self._run(state, step, record, revised=True)
 
+    def _constant_values(self, state: Trajectory) -> dict[str, float]:
+        """The question's numbers and the calculator's results, by their formula names."""
+        values = {name: sql_value(q) for name, q in self.problem.constants.items()}
+        values.update({name: _leading_number(text) for name, text in state.computed})
+        return values
+
     def _run(self, state: Trajectory, step: Step, record: dict, *, revised: bool) -> Trajectory:
         sql = extract_sql(step.reply)
         record["sql"] = sql
@@ -316,6 +323,11 @@ class SearchEnvironment:
             error = "the answer contained no SQL query"
             return replace(state, steps=(*state.steps, replace(step, note=f"That failed: {error}.")),
                            sql="", error=error, ran=False, revised=revised)
+        # Question constants the query names like columns become their numbers (binding.py).
+        sql, bound = bind_constants(sql, self._constant_values(state), self.ctx.schema,
+                                    self.ctx.db.dialect)
+        if bound:
+            record.update(sql=sql, bound=bound)
         try:
             checked, result = self.ctx.run_sql(sql)
         except (UnsafeSQLError, DatabaseError) as err:
@@ -334,7 +346,7 @@ class SearchEnvironment:
                 record["missing"] = [m.text() for m in missing]
         if error is None:
             guessed = unstated_numbers(checked.sql, self.problem.question, self.ctx.db.dialect,
-                                       known=[_leading_number(v) for _, v in state.computed])
+                                       known=self._constant_values(state).values())
             if guessed:
                 error = (f"It compares with {', '.join(guessed)}, which the question does not state: "
                          "compute such a value in SQL (a subquery), or use the question's numbers.")
