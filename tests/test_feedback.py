@@ -72,3 +72,19 @@ def test_reflection_turn_carries_the_feedback(concert_singer: Path) -> None:
     follow_up = second.messages[-1].content
     assert "no such column: T2.Name" in follow_up
     assert "- T2 = singer_in_concert: concert_ID, Singer_ID" in follow_up
+
+
+def test_an_aggregate_over_a_column_the_subquery_lacks_is_pointed_out(concert_singer: Path) -> None:
+    schema = Database(f"sqlite:///{concert_singer}").introspect()
+    sql = "SELECT Name FROM singer WHERE Age > (SELECT AVG(Age) FROM concert)"
+    with Database(f"sqlite:///{concert_singer}") as db:
+        try:
+            db.execute(sql)
+            raise AssertionError("SQLite ran an aggregate of the outer query's column")
+        except Exception as err:  # the error text SQLite really gives
+            error = str(err)
+    text = error_feedback(sql, error, schema)
+    assert text.splitlines()[-1] == ("In (SELECT AVG(Age) FROM concert), concert has no column Age; "
+                                     "singer has: select it from there.")
+    fine = "SELECT Name FROM singer WHERE Age > (SELECT AVG(Age) FROM singer)"
+    assert "In (" not in error_feedback(fine, "misuse of aggregate: AVG()", schema)

@@ -37,6 +37,8 @@ def error_feedback(sql: str, error: str, schema: Schema) -> str:
             label = f"{alias} = {table.name}" if alias and alias.lower() != table.name.lower() else table.name
             lines.append(f"- {label}: {shown}")
     lines += [hint for pattern, hint in _HINTS if pattern.search(error)]
+    if "aggregate" in error.lower():
+        lines += _outer_columns_in_aggregates(sql, schema)
     missing = _missing_column(error)
     if missing:
         owners = [t.name for t in schema.tables if t.column(missing) is not None]
@@ -54,6 +56,33 @@ _HINTS = (
     (re.compile(r"no such function: (POWER|POW|SQRT)\b", re.I),
      "This SQLite has no math functions: write x * x for a square."),
 )
+
+def _outer_columns_in_aggregates(sql: str, schema: Schema) -> list[str]:
+    """A subquery's aggregate over a column its own tables lack reads the outer query's column
+    (SQLite: "misuse of aggregate"); measured on LogicCat, the 1.5B model writes
+    `(SELECT AVG(Production_Volume) FROM manufacturers)` and, told only the error, repeats it."""
+    try:
+        tree = sqlglot.parse_one(sql, read=schema.dialect)
+    except sqlglot.errors.SqlglotError:
+        return []
+    hints: list[str] = []
+    for select in tree.find_all(exp.Select):
+        if select is tree:
+            continue
+        own = [t for t in (schema.table(x.name) for x in select.find_all(exp.Table)
+                           if x.find_ancestor(exp.Select) is select) if t is not None]
+        for aggregate in (a for e in select.expressions for a in e.find_all(exp.AggFunc)):
+            for column in aggregate.find_all(exp.Column):
+                if column.table or not own or any(t.column(column.name) for t in own):
+                    continue
+                owners = [t.name for t in schema.tables if t.column(column.name) is not None]
+                hint = (f"In ({select.sql(dialect=schema.dialect)}), {', '.join(t.name for t in own)} "
+                        f"has no column {column.name}")
+                hint += f"; {', '.join(owners)} has: select it from there." if owners else "."
+                if hint not in hints:
+                    hints.append(hint)
+    return hints
+
 
 # How SQLite, PostgreSQL and DuckDB name a column that is not there.
 _MISSING_COLUMN = (
