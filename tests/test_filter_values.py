@@ -87,6 +87,9 @@ UNMENTIONED = [
      "SELECT Name FROM singer WHERE Age > 30 AND Country IN ('France', 'Narnia')", ["Narnia"]),
     ("Singers named like Timbaland?", "SELECT Name FROM singer WHERE Name LIKE '%Timbalnd%'", []),
     ("How many concerts in 1999?", "SELECT count(*) FROM concert WHERE Year = '1999'", []),  # a number
+    # A placeholder made of the question's words and one it lacks.
+    ("What does a singer's song earn?", "SELECT Name FROM singer WHERE Song_Name = 'Song Title'", ["Song Title"]),
+    ("Songs of the singer Joe Sharp?", "SELECT Song_Name FROM singer WHERE Name = 'joe  sharp'", []),
 ]
 
 

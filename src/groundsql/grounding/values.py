@@ -33,7 +33,7 @@ __all__ = ["MissingValue", "check_value", "has_values", "missing_filter_values",
 
 _VALUES_READ = 2000  # distinct values of one column compared with a missing literal
 _CLOSEST = 3
-_MENTIONED = 85  # rapidfuzz partial ratio at which a filter value counts as named by the question
+_MENTIONED = 85  # rapidfuzz ratio at which a word of a filter value counts as the question's
 
 
 @dataclass(frozen=True)
@@ -96,11 +96,15 @@ def unmentioned_filter_values(sql: str, question: str, db: Database, schema: Sch
 
 
 def _mentioned(value: str, said: str) -> bool:
-    """The question names the value, give or take case, spacing and a typo or two."""
+    """The question names the value, give or take case, spacing and a typo or two: every word
+    of it is a word of the question (so a placeholder such as 'Model Name' for "a vehicle
+    model" is not)."""
     text = utils.default_process(value)
     if not text or text.replace(" ", "") in said.replace(" ", ""):
         return True
-    return fuzz.partial_ratio(text, said) >= _MENTIONED
+    words = said.split()
+    return all(process.extractOne(w, words, scorer=fuzz.ratio, score_cutoff=_MENTIONED)
+               for w in text.split())
 
 
 def _table_filters(tree: exp.Expression, schema: Schema):
