@@ -619,6 +619,9 @@ BINDING = [
     ("SELECT x FROM (SELECT air_density AS x FROM cars) AS t", None),  # unqualified under one
     ("SELECT nope.air_density FROM cars", None),  # an unknown qualifier is the database's error
     ("SELECT FROM WHERE", None),
+    # A filter on a misnamed column is not arithmetic: bound, it would compare two numbers.
+    ("SELECT Model FROM cars WHERE big = 4000000 AND frontal_area = air_density", None),
+    ("SELECT Model FROM cars WHERE Weight > frontal_area * 10", "SELECT Model FROM cars WHERE Weight > 2.5 * 10"),
 ]
 
 

@@ -7,7 +7,8 @@ names, which fails with "no such column" although the model meant exactly the gi
 So a column reference that is no column of the tables in the query, and whose name is one
 of the constants' (case aside), becomes that number, as a query parameter would. A name that
 is a real column, or an output alias of the query, is left alone; so is a reference through
-a subquery or a CTE, whose columns are not the schema's.
+a subquery or a CTE, whose columns are not the schema's, and a comparison that would be left
+with no column (`curb_weight = 1` is a filter on a misnamed column, not arithmetic).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from sqlglot import exp
 from groundsql.schema import Schema
 
 __all__ = ["bind_constants"]
+
+_COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Between, exp.In)
 
 
 def bind_constants(sql: str, values: Mapping[str, float], schema: Schema,
@@ -41,11 +44,16 @@ def bind_constants(sql: str, values: Mapping[str, float], schema: Schema,
         if real is not None and table.name.lower() not in derived:
             tables[table.alias_or_name.lower()] = real
     aliases = {a.alias.lower() for a in tree.find_all(exp.Alias)}
+    bindable = [c for c in tree.find_all(exp.Column)
+                if c.name.lower() in wanted and c.name.lower() not in aliases and _unknown(c, tables, derived)]
     bound: list[str] = []
-    for column in list(tree.find_all(exp.Column)):
-        name = column.name.lower()
-        if name not in wanted or name in aliases or not _unknown(column, tables, derived):
+    for column in bindable:
+        # `curb_weight = 1` meant a filter on a stored column the model misnamed: bound, it
+        # would compare two numbers. A comparison with no real column is left to fail.
+        comparison = column.find_ancestor(*_COMPARISONS)
+        if comparison is not None and all(any(c is b for b in bindable) for c in comparison.find_all(exp.Column)):
             continue
+        name = column.name.lower()
         value = wanted[name]
         literal = exp.Literal.number(repr(abs(value)) if value != int(value) else int(abs(value)))
         column.replace(exp.Neg(this=literal) if value < 0 else literal)
