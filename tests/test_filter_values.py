@@ -96,3 +96,19 @@ UNMENTIONED = [
 @pytest.mark.parametrize("question, sql, expected", UNMENTIONED, ids=[c[1][20:70] for c in UNMENTIONED])
 def test_unmentioned_filter_values(db: Database, question: str, sql: str, expected: list[str]) -> None:
     assert unmentioned_filter_values(sql, question, db, db.introspect(), SafetyConfig()) == expected
+
+
+def test_a_missing_value_is_shown_where_it_is() -> None:
+    """'europe' filtered on countries.Continent (an id) is a value of continents.Continent: said
+    so, the model can join that table (told only "matches no row", the 1.5B model repeated its
+    query four times on spider_dev/130)."""
+    with Database(f"sqlite:///{spider_db('car_1')}") as cars:
+        def told(sql: str) -> list[str]:
+            return [m.text() for m in missing_filter_values(sql, cars, cars.introspect(), SafetyConfig())]
+
+        assert told("SELECT CountryName FROM countries WHERE Continent = 'Europe'") == [
+            "countries.Continent = 'Europe' matches no row; 'Europe' is a value of continents.Continent (as 'europe')"]
+        assert told("SELECT * FROM car_makers WHERE Maker LIKE '%europ%'")[0].endswith(
+            "; '%europ%' matches values of continents.Continent")
+        # A value no column holds gets the closest values alone.
+        assert " is a value of " not in told("SELECT * FROM car_makers WHERE Maker = 'narnia'")[0]

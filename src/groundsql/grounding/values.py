@@ -5,7 +5,8 @@ FLINT's finding is that most wrong answers on real schemas filter on a value tha
 But an empty result is not by itself an error: on Spider the gold answer is empty or a single
 0 for one question in eight. So the signal is sharper than "no rows": a filter `column = literal`
 (or IN, LIKE) whose literal occurs nowhere in that column. Then the model is told which value is
-missing and which values of the column are closest, read from the database; a query whose
+missing, which values of the column are closest and which other text columns hold it (the
+value may be right and the column wrong), read from the database; a query whose
 every filter value exists is left alone, empty or not.
 
 The probing queries are built here (sqlglot, quoted identifiers, escaped literals) and still go
@@ -14,7 +15,7 @@ through the validator and the read-only connection, like every query.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import sqlglot
@@ -33,6 +34,7 @@ __all__ = ["MissingValue", "check_value", "has_values", "missing_filter_values",
 
 _VALUES_READ = 2000  # distinct values of one column compared with a missing literal
 _CLOSEST = 3
+_HOLDERS_PROBED = 60  # text columns searched for a missing literal (one tiny query each)
 _MENTIONED = 85  # rapidfuzz ratio at which a word of a filter value counts as the question's
 
 
@@ -45,12 +47,15 @@ class MissingValue:
     op: str  # "=", "IN", "LIKE"
     literal: Any
     closest: tuple[Any, ...]  # values of the column most like the literal
+    elsewhere: tuple[str, ...] = ()  # "table.column"s that do hold the literal (any case)
 
     def text(self) -> str:
         shown = f"'{self.literal}'" if isinstance(self.literal, str) else str(self.literal)
         near = ", ".join(f"'{v}'" if isinstance(v, str) else str(v) for v in self.closest)
         hint = f" (closest values in {self.column}: {near})" if near else ""
-        return f"{self.table}.{self.column} {self.op} {shown} matches no row{hint}"
+        holds = "matches values of" if self.op == "LIKE" else "is a value of"
+        found = f"; {shown} {holds} {' and '.join(self.elsewhere)}" if self.elsewhere else ""
+        return f"{self.table}.{self.column} {self.op} {shown} matches no row{hint}{found}"
 
 
 def looks_empty(rows: tuple[tuple[Any, ...], ...] | list) -> bool:
@@ -70,8 +75,25 @@ def missing_filter_values(sql: str, db: Database, schema: Schema, policy: Safety
     for table, name, op, literal in _table_filters(tree, schema):
         absent = check_value(db, policy, table, name, literal, op)
         if absent is not None:
-            missing.append(absent)
+            missing.append(replace(absent, elsewhere=_holders(db, policy, schema, absent)))
     return missing
+
+
+def _holders(db: Database, policy: SafetyConfig, schema: Schema, missing: MissingValue) -> tuple[str, ...]:
+    """The other text columns that hold a missing text literal, case aside: told where the
+    value is (`continents.Continent` holds 'europe', `countries.Continent` an id), the model
+    joins that table; told only the closest values of the wrong column, it repeats the query."""
+    if not isinstance(missing.literal, str) or _number(missing.literal) is not None:
+        return ()
+    others = [(t.name, c.name) for t in schema.tables for c in t.columns
+              if c.is_text and (t.name, c.name) != (missing.table, missing.column)][:_HOLDERS_PROBED]
+    found = []
+    for table, column in others:
+        stored = _stored_as(db, policy, table, column, missing.op, missing.literal)
+        if stored is not None:
+            shown = "" if stored == missing.literal or missing.op == "LIKE" else f" (as '{stored}')"
+            found.append(f"{table}.{column}{shown}")
+    return tuple(found[:_CLOSEST])
 
 
 def unmentioned_filter_values(sql: str, question: str, db: Database, schema: Schema,
@@ -173,11 +195,25 @@ def _literal_node(value: Any) -> exp.Expression:
 
 
 def _occurs(db: Database, policy: SafetyConfig, table: str, column: str, op: str, value: Any) -> bool:
-    col = exp.column(column, quoted=True)
-    test = exp.Like(this=col, expression=_literal_node(value)) if op == "LIKE" \
-        else exp.EQ(this=col, expression=_literal_node(value))
-    rows = _probe(db, policy, exp.select("1").from_(exp.table_(table, quoted=True)).where(test).limit(1))
+    rows = _probe(db, policy, _matching(table, column, op, value, exp.Literal.number(1)))
     return rows is None or bool(rows)  # a probe that fails proves nothing: assume it occurs
+
+
+def _stored_as(db: Database, policy: SafetyConfig, table: str, column: str, op: str, value: str) -> Any:
+    """The column's value that matches `value` case aside (None when none does)."""
+    col = exp.column(column, quoted=True)
+    rows = _probe(db, policy, _matching(table, column, op, value, col, any_case=True))
+    return rows[0][0] if rows else None
+
+
+def _matching(table: str, column: str, op: str, value: Any, select: exp.Expression, *,
+              any_case: bool = False) -> exp.Select:
+    """SELECT `select` FROM table WHERE column <op> value LIMIT 1."""
+    col, literal = exp.column(column, quoted=True), _literal_node(value)
+    if any_case:
+        col, literal = exp.Lower(this=col), exp.Lower(this=literal)
+    test = exp.Like(this=col, expression=literal) if op == "LIKE" else exp.EQ(this=col, expression=literal)
+    return exp.select(select).from_(exp.table_(table, quoted=True)).where(test).limit(1)
 
 
 def has_values(db: Database, policy: SafetyConfig, table: str, column: str) -> bool:
