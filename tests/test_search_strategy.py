@@ -273,3 +273,15 @@ def test_a_constant_named_like_a_column_is_bound_to_its_number(car) -> None:
     assert answer.sql.startswith("SELECT Drag_Coefficient * 1.225 * 2.5 FROM performance_metrics")
     generation = next(s for s in answer.steps if s.name == "sql_generation")
     assert sorted(generation.detail["bound"]) == ["air_density", "frontal_area"]
+
+
+def test_on_a_database_with_rows_finding_nothing_alike_is_agreement(concert) -> None:
+    # Spider's pets_1: no student keeps both a cat and a dog, and the variants rarely plant one
+    # who does; the right queries agree on the empty answer, and that agreement counts.
+    none = "SELECT Name FROM singer WHERE Age > Age"  # no data can meet these
+    also_none = "SELECT Name FROM singer WHERE Singer_ID <> Singer_ID"
+    llm = Scripted(understand="{}", sql_generation=[sql(none), sql(also_none), sql(FRANCE)])
+    answer = run(concert, "Which singers are younger than zero?", llm, rollouts=3, early_stop=0,
+                 discriminator=False, actions="sql_generation", root_samples=3)
+    assert [c["trajectories"] for c in answer.grounds["candidates"]] == [2, 1]
+    assert "Age > Age" in answer.sql

@@ -8,8 +8,11 @@ both one row). So candidates also run on populated variants (testsuite/filler.py
 every candidate's filter literals are planted and each candidate's filters meet some joined
 rows (testsuite/witness.py): there, queries that differ in meaning tend to differ in result.
 
-A query that finds nothing anywhere, not even on variants planted to meet its own filters, is
-vacuous: two such queries agree only in failing, so their agreement is no evidence (`vacuous`).
+On a database that holds no rows, a query that finds nothing anywhere, not even on variants
+planted to meet its own filters, is vacuous: two such queries agree only in failing, so their
+agreement is no evidence (`vacuous`). On a database with rows, finding nothing there is an
+answer about the real data (no student keeps both a cat and a dog, and variants rarely plant
+one who does), so agreement on it counts.
 
 Variants are rebuilt whenever a new candidate brings literals or witnesses the current ones
 lack; that is milliseconds on these schemas. A non-SQLite database is compared on itself only.
@@ -58,8 +61,12 @@ class Probe:
         return {sql: self._signature(sql) for sql in sqls}
 
     def vacuous(self, sql: str) -> bool:
-        """The query ran but found nothing (no rows, NULL, a single 0) on every database."""
-        return self.signatures([sql])[sql] is not None and not self._informative[sql]
+        """The real database holds no rows, and the query ran but found nothing (no rows,
+        NULL, a single 0) on it or on any variant."""
+        if self.signatures([sql])[sql] is None or self._informative[sql]:
+            return False
+        # An unknown row count (None) is not known to be empty.
+        return all(t.row_count == 0 for t in self.db.introspect().tables)
 
     def close(self) -> None:
         if self._scratch is not None:
