@@ -8,6 +8,16 @@ from groundsql.db import Database
 from groundsql.strategies.feedback import error_feedback
 
 
+def sqlite_error(path: Path, sql: str) -> str:
+    """The error text SQLite really gives for `sql`."""
+    with Database(f"sqlite:///{path}") as db:
+        try:
+            db.execute(sql)
+        except Exception as err:
+            return str(err)
+    raise AssertionError(f"SQLite ran {sql}")
+
+
 def test_wrong_column_lists_real_columns_by_alias(concert_singer: Path) -> None:
     schema = Database(f"sqlite:///{concert_singer}").introspect()
     text = error_feedback(
@@ -35,12 +45,7 @@ def test_the_tables_that_have_a_missing_column_are_named(concert_singer: Path) -
 def test_an_operator_sqlite_lacks_is_named_with_what_to_write(concert_singer: Path) -> None:
     schema = Database(f"sqlite:///{concert_singer}").introspect()
     sql = "SELECT Age ^ 2 FROM singer"
-    with Database(f"sqlite:///{concert_singer}") as db:
-        try:
-            db.execute(sql)
-            raise AssertionError("SQLite ran ^")
-        except Exception as err:  # the error text SQLite really gives
-            error = str(err)
+    error = sqlite_error(concert_singer, sql)
     assert "POWER(x, y)" in error_feedback(sql, error, schema)
     assert "x * x" in error_feedback("SELECT power(Age, 2) FROM singer", "no such function: power", schema)
     assert "POWER" not in error_feedback(sql, "no such column: Agee", schema)
@@ -77,13 +82,7 @@ def test_reflection_turn_carries_the_feedback(concert_singer: Path) -> None:
 def test_an_aggregate_over_a_column_the_subquery_lacks_is_pointed_out(concert_singer: Path) -> None:
     schema = Database(f"sqlite:///{concert_singer}").introspect()
     sql = "SELECT Name FROM singer WHERE Age > (SELECT AVG(Age) FROM concert)"
-    with Database(f"sqlite:///{concert_singer}") as db:
-        try:
-            db.execute(sql)
-            raise AssertionError("SQLite ran an aggregate of the outer query's column")
-        except Exception as err:  # the error text SQLite really gives
-            error = str(err)
-    text = error_feedback(sql, error, schema)
+    text = error_feedback(sql, sqlite_error(concert_singer, sql), schema)
     assert text.splitlines()[-1] == ("In (SELECT AVG(Age) FROM concert), concert has no column Age; "
                                      "singer has: select it from there.")
     fine = "SELECT Name FROM singer WHERE Age > (SELECT AVG(Age) FROM singer)"
