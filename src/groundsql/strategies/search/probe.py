@@ -63,10 +63,10 @@ class Probe:
     def vacuous(self, sql: str) -> bool:
         """The real database holds no rows, and the query ran but found nothing (no rows,
         NULL, a single 0) on it or on any variant."""
-        if self.signatures([sql])[sql] is None or self._informative[sql]:
-            return False
         # An unknown row count (None) is not known to be empty.
-        return all(t.row_count == 0 for t in self.db.introspect().tables)
+        if not all(t.row_count == 0 for t in self.db.introspect().tables):
+            return False
+        return self.signatures([sql])[sql] is not None and not self._informative[sql]
 
     def close(self) -> None:
         if self._scratch is not None:

@@ -1,8 +1,8 @@
 """Trajectory selection (IESR 3.3): which finished trajectory answers.
 
 Trajectories whose queries give the same result on the probe databases form one candidate,
-unless that result is empty everywhere (vacuous: the queries agree only in finding nothing, so
-each stands alone). Each is scored
+unless the database holds no rows and that result is empty everywhere (vacuous: the queries
+agree only in finding nothing, so each stands alone). Each is scored
 
     score = alpha * Exec + beta * DiscConf + gamma * ConsVote      (0.4, 0.2, 0.4 by default)
 
