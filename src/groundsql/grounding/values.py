@@ -93,7 +93,9 @@ def _holders(db: Database, policy: SafetyConfig, schema: Schema, missing: Missin
         if stored is not None:
             shown = "" if stored == missing.literal or missing.op == "LIKE" else f" (as '{stored}')"
             found.append(f"{table}.{column}{shown}")
-    return tuple(found[:_CLOSEST])
+            if len(found) == _CLOSEST:
+                break  # as many as are told: the other columns need no probe
+    return tuple(found)
 
 
 def unmentioned_filter_values(sql: str, question: str, db: Database, schema: Schema,
