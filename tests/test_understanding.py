@@ -25,6 +25,7 @@ from groundsql.understanding import (
     evaluate,
     extract_quantities,
     named_constants,
+    semantic_state,
     sql_constants,
     sql_value,
     unstated_numbers,
@@ -636,3 +637,34 @@ def test_the_bound_value_is_the_last_number_of_the_prompt_line() -> None:
     lines = sql_constants(quantities)
     assert lines[0] == "power_output = 7.8 kW = 7800 W"
     assert [sql_value(q) for q in named_constants(quantities).values()] == [7800.0, 0.15, 1.2]
+
+
+# -- the semantic state: the model's own items, not the request's wording -------------------
+
+REQUEST = ('Describe the question as JSON with four keys: "intent", what it asks, in its own words; '
+           '"entities", the names and values it mentions, as written; "relations", each formula or '
+           'comparison the answer needs (e.g. energy = power * time); "fields", the table.column names.')
+STATES = [
+    # (question, reply, expected state)
+    ("List the names of ships, by name.",
+     {"intent": "what it asks, in its own words", "entities": ["names", "the names and values it mentions"],
+      "relations": ["energy = power * time"], "fields": ["ship.name"]},
+     {"intent": "", "entities": ["names"], "relations": [], "fields": ["ship.name"]}),
+    # Words the request also uses are the question's when the question says them.
+    ("How much energy = power * time does a 2 kW heater use in 3 hours?",
+     {"intent": "energy used", "entities": ["2 kW", "3 hours"], "relations": ["energy = power * time"],
+      "fields": []},
+     {"intent": "energy used", "entities": ["2 kW", "3 hours"], "relations": ["energy = power * time"],
+      "fields": []}),
+    # A word of the request inside a longer item of the model's own is kept.
+    ("Which battles had names?", {"entities": ["name of the battle"], "relations": "not a list"},
+     {"intent": "", "entities": ["name of the battle"], "relations": [], "fields": []}),
+    ("Anything", None, {"intent": "", "entities": [], "relations": [], "fields": []}),
+    ("Anything", {"entities": ["x"] * 20, "fields": ["  ", "a.b"]},
+     {"intent": "", "entities": ["x"] * 8, "relations": [], "fields": ["a.b"]}),
+]
+
+
+@pytest.mark.parametrize("question, reply, expected", STATES, ids=[s[0][:30] for s in STATES])
+def test_semantic_state_drops_echoes_of_the_request(question: str, reply: object, expected: dict) -> None:
+    assert semantic_state(reply, request=REQUEST, question=question) == expected

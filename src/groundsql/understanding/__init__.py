@@ -8,6 +8,7 @@ unit-aware calculator, so the model never does arithmetic or unit conversion its
   fields.py      columns_for(quantity, schema): the columns that store a stated number
   unstated.py    unstated_numbers(sql, question): numbers a query compares with but nobody gave
   binding.py     bind_constants(sql, values, schema): constant names written as columns -> numbers
+  state.py       semantic_state(reply, request, question): the model's semantic state, less echoes
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from groundsql.understanding.calculator import (
 )
 from groundsql.understanding.binding import bind_constants
 from groundsql.understanding.fields import columns_for
+from groundsql.understanding.state import semantic_state
 from groundsql.understanding.unstated import unstated_numbers
 from groundsql.understanding.quantities import Quantity, Role, extract_quantities
 from groundsql.understanding.rulebase import (
@@ -53,6 +55,7 @@ __all__ = [
     "evaluate",
     "extract_quantities",
     "named_constants",
+    "semantic_state",
     "sql_constants",
     "sql_value",
     "unstated_numbers",

@@ -32,7 +32,7 @@ from groundsql.strategies.search.probe import Probe, Signature
 from groundsql.strategies.search.selection import Candidate, select_candidate
 from groundsql.strategies.search.tree import Node, search as tree_search
 from groundsql.understanding import (columns_for, default_rules, extract_quantities, named_constants,
-                                     sql_constants)
+                                     semantic_state, sql_constants)
 
 __all__ = ["search"]
 
@@ -136,9 +136,9 @@ def _understand(ctx: Context, question: str, compressed: CompressedSchema, confi
         dialect=ctx.dialect_label,
         schema=render_schema(compressed.schema, "m-schema", with_examples=gen.with_examples),
         question=question.strip(), facts="\n".join(facts) + ("\n" if facts else ""))
+    content, instruction = user.content.rsplit("\nDescribe the question as JSON", 1)
     if not config.understanding:
         # Without the semantic state the question turn carries no request of its own.
-        content = user.content.rsplit("\nDescribe the question as JSON", 1)[0]
         return Problem(question, compressed.schema, (system, Message(role="user", content=content)),
                        constants, ctx.dialect_label, calls=0)
     with trace.step("understand") as step:
@@ -153,23 +153,22 @@ def _understand(ctx: Context, question: str, compressed: CompressedSchema, confi
                               json_schema=state_schema)
         completion = ctx.llm.complete(request)
         step["calls"].append(completion)
-        state = parse_json(completion.text)
-        reply = completion.text
-        checks = []
-        if isinstance(state, dict):
-            # The rule base filters the relations: one whose units cannot agree is dropped from
-            # the state every later turn sees; one that needs a unit factor keeps a note.
-            kept = []
-            for relation in [str(r) for r in state.get("relations", []) or []][:6]:
-                verdict = rules.check_relation(relation, dict(constants))
-                if verdict.status == "inconsistent":
-                    checks.append(f"- dropped {relation}: {verdict.reason}")
-                    continue
-                if verdict.status == "rescale":
-                    checks.append(f"- {relation}: {verdict.reason}")
-                kept.append(relation)
-            step.update(intent=state.get("intent"), relations=kept, unit_checks=checks)
-            reply = json.dumps({**state, "relations": kept})
+        # What the model copied from the request is dropped (state.py); the rule base
+        # filters the relations: one whose units cannot agree is dropped from the state every
+        # later turn sees, one that needs a unit factor keeps a note.
+        state = semantic_state(parse_json(completion.text), request=instruction, question=question)
+        checks, kept = [], []
+        for relation in state["relations"]:
+            verdict = rules.check_relation(relation, dict(constants))
+            if verdict.status == "inconsistent":
+                checks.append(f"- dropped {relation}: {verdict.reason}")
+                continue
+            if verdict.status == "rescale":
+                checks.append(f"- {relation}: {verdict.reason}")
+            kept.append(relation)
+        state["relations"] = kept
+        step.update(intent=state["intent"], relations=kept, unit_checks=checks)
+        reply = json.dumps(state)
     prefix = [system, user, Message(role="assistant", content=reply)]
     if checks:
         prefix.append(Message(role="user", content="Unit check of the relations:\n" + "\n".join(checks)))
