@@ -42,6 +42,17 @@ def test_the_tables_that_have_a_missing_column_are_named(concert_singer: Path) -
         "No table has a column named Colour.")
 
 
+def test_a_missing_column_of_a_joined_table_is_told_by_the_name_the_query_gives_it(concert_singer: Path) -> None:
+    # The column is there, under the other alias: joining its table again is not the fix.
+    schema = Database(f"sqlite:///{concert_singer}").introspect()
+    sql = ("SELECT T2.Name FROM singer AS T1 JOIN singer_in_concert AS T2 ON T1.Singer_ID = T2.Singer_ID")
+    text = error_feedback(sql, sqlite_error(concert_singer, sql), schema)
+    assert text.splitlines()[-1] == "Name is a column of singer, which your query calls T1: write T1.Name."
+    sql = "SELECT singer_in_concert.Name FROM singer JOIN singer_in_concert USING (Singer_ID)"
+    assert error_feedback(sql, sqlite_error(concert_singer, sql), schema).splitlines()[-1] == (
+        "Name is a column of singer: write singer.Name.")
+
+
 def test_an_operator_sqlite_lacks_is_named_with_what_to_write(concert_singer: Path) -> None:
     schema = Database(f"sqlite:///{concert_singer}").introspect()
     sql = "SELECT Age ^ 2 FROM singer"

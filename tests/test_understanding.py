@@ -660,6 +660,13 @@ STATES = [
     ("Which battles had names?", {"entities": ["name of the battle"], "relations": "not a list"},
      {"intent": "", "entities": ["name of the battle"], "relations": [], "fields": []}),
     ("Anything", None, {"intent": "", "entities": [], "relations": [], "fields": []}),
+    # A query is not a relation: a wrong guess there would anchor every later generation.
+    ("For a volvo model, how many cylinders?",
+     {"intent": "select cylinders from the volvo model", "relations": [
+         "SELECT COUNT(T2.Cylinders) FROM cars_data AS T1 JOIN model_list AS T2 ON T1.ModelId = T2.ModelId",
+         "cylinders = cars_data.Cylinders"]},
+     {"intent": "select cylinders from the volvo model", "entities": [], "fields": [],
+      "relations": ["cylinders = cars_data.Cylinders"]}),
     ("Anything", {"entities": ["x"] * 20, "fields": ["  ", "a.b"]},
      {"intent": "", "entities": ["x"] * 8, "relations": [], "fields": ["a.b"]}),
 ]

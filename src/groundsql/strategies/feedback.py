@@ -42,7 +42,16 @@ def error_feedback(sql: str, error: str, schema: Schema) -> str:
     missing = _missing_column(error)
     if missing:
         owners = [t.name for t in schema.tables if t.column(missing) is not None]
-        if owners:
+        # An owner the query already joins under another name: the fix is the qualifier (the
+        # 1.5B model writes T2.Cylinders for T1's column and, told to join cars_data, which
+        # it has as T1, repeats the query).
+        joined = [(alias or table.name, table.name) for alias, table in known
+                  if table is not None and table.column(missing) is not None]
+        if joined:
+            lines += [f"{missing} is a column of {name}, which your query calls {ref}: write {ref}.{missing}."
+                      if ref != name else f"{missing} is a column of {name}: write {name}.{missing}."
+                      for ref, name in joined]
+        elif owners:
             lines.append(f"{missing} is a column of {', '.join(owners)}: join that table to use it.")
         else:
             lines.append(f"No table has a column named {missing}.")

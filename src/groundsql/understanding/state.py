@@ -5,7 +5,9 @@ wording ("names and values the question mentions", the intent "what is asked, in
 words") instead of the question's (4 of the first 6 Spider questions of one run). Every later
 call of the question sees the state, so an echo is not harmless: a relation copied from the
 request's example is a formula nobody asked for. An item the request spells and the question
-does not is an echo and is dropped.
+does not is an echo and is dropped. So is a query written into the state: asked for
+relations, the model sometimes writes its first guess at the SQL there (a join on a column
+that does not exist, on Spider's car_1), and every generation after it copies the guess.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from typing import Any
 __all__ = ["KEYS", "semantic_state"]
 
 KEYS = ("intent", "entities", "relations", "fields")
+# SQL as the model writes it (capitals), not the words "select ... from" in an intent.
+_QUERY = re.compile(r"\bSELECT\b.+\bFROM\b", re.S)
 _LIMITS = {"entities": 8, "relations": 6, "fields": 12}
 
 
@@ -27,7 +31,8 @@ def semantic_state(answer: Any, *, request: str, question: str) -> dict[str, Any
 
     def own(text: str) -> bool:
         words = _normal(text)
-        return bool(words) and (f" {words} " not in spelled or f" {words} " in asked)
+        return (bool(words) and (f" {words} " not in spelled or f" {words} " in asked)
+                and not _QUERY.search(text))
 
     intent = str(answer.get("intent") or "").strip()
     state: dict[str, Any] = {"intent": intent if own(intent) else ""}
