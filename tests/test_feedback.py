@@ -29,7 +29,7 @@ def test_wrong_column_lists_real_columns_by_alias(concert_singer: Path) -> None:
     assert "- T2 = singer_in_concert: concert_ID, Singer_ID" in text
     assert "- T1 = concert: concert_ID, concert_Name, Theme, Stadium_ID, Year" in text
     # ... and where the column really is.
-    assert text.splitlines()[-1] == "Name is a column of singer, stadium: join that table to use it."
+    assert text.splitlines()[-2] == "Name is a column of singer, stadium: join that table to use it."
 
 
 def test_the_tables_that_have_a_missing_column_are_named(concert_singer: Path) -> None:
@@ -47,10 +47,13 @@ def test_a_missing_column_of_a_joined_table_is_told_by_the_name_the_query_gives_
     schema = Database(f"sqlite:///{concert_singer}").introspect()
     sql = ("SELECT T2.Name FROM singer AS T1 JOIN singer_in_concert AS T2 ON T1.Singer_ID = T2.Singer_ID")
     text = error_feedback(sql, sqlite_error(concert_singer, sql), schema)
-    assert text.splitlines()[-1] == "Name is a column of singer, which your query calls T1: write T1.Name."
+    assert "Name is a column of singer, which your query calls T1: write T1.Name." in text.splitlines()
+    # ... and the foreign keys that join the query's tables, by the names it gives them.
+    assert text.splitlines()[-1] == "The foreign keys join these tables on: T2.Singer_ID = T1.Singer_ID."
     sql = "SELECT singer_in_concert.Name FROM singer JOIN singer_in_concert USING (Singer_ID)"
-    assert error_feedback(sql, sqlite_error(concert_singer, sql), schema).splitlines()[-1] == (
-        "Name is a column of singer: write singer.Name.")
+    assert error_feedback(sql, sqlite_error(concert_singer, sql), schema).splitlines()[-2:] == [
+        "Name is a column of singer: write singer.Name.",
+        "The foreign keys join these tables on: singer_in_concert.Singer_ID = singer.Singer_ID."]
 
 
 def test_an_operator_sqlite_lacks_is_named_with_what_to_write(concert_singer: Path) -> None:

@@ -10,6 +10,7 @@ exist. Deterministic, from the introspected schema; no extra model call.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import sqlglot
 from sqlglot import exp
@@ -55,7 +56,28 @@ def error_feedback(sql: str, error: str, schema: Schema) -> str:
             lines.append(f"{missing} is a column of {', '.join(owners)}: join that table to use it.")
         else:
             lines.append(f"No table has a column named {missing}.")
+        # A misplaced column is most often a join on a key the table lacks (Spider's car_1:
+        # cars_data.MakeId for cars_data.Id = car_names.MakeId, repeated in every revision
+        # until the trajectory that picked tables was told the join).
+        joins = _foreign_key_joins(known)
+        if joins:
+            lines.append(f"The foreign keys join these tables on: {'; '.join(joins)}.")
     return "\n".join(lines)
+
+
+def _foreign_key_joins(known: list[tuple[str, Any]]) -> list[str]:
+    """The foreign-key conditions between the tables a query uses, by the names it gives them."""
+    joins: list[str] = []
+    for alias, table in known:
+        for fk in table.foreign_keys:
+            for other_alias, other in known:
+                if other.name.lower() != fk.ref_table.lower() or (other_alias, other) == (alias, table):
+                    continue
+                left, right = alias or table.name, other_alias or other.name
+                condition = " AND ".join(f"{left}.{c} = {right}.{r}" for c, r in zip(fk.columns, fk.ref_columns))
+                if condition not in joins:
+                    joins.append(condition)
+    return joins
 
 
 # Errors whose text does not say what to write instead (measured on LogicCat: the 1.5B model
