@@ -233,7 +233,22 @@ def test_the_discriminator_is_not_asked_when_it_cannot_change_the_choice(concert
     answer = run(concert, "Which singers are from France?", llm, rollouts=4, early_stop=0,
                  actions="sql_generation", root_samples=4, discriminated=2)
     assert llm.stages().count("sql_generation") == 4
-    assert [c["discriminator"] for c in answer.grounds["candidates"]] == [0.5, 0.5]
+    assert [c["discriminator"] for c in answer.grounds["candidates"]] == [None, None]
+    assert "France" in answer.sql
+
+
+def test_a_candidate_nobody_checked_does_not_overtake_leaders_whose_checks_failed(concert) -> None:
+    # 2 of 5 trajectories agree; the two leading candidates are checked and both completions
+    # disagree. Unchecked candidates have no confirmation: the majority still wins (with a
+    # neutral 0.5 for the unchecked, a single trajectory scored 0.58 against its 0.56).
+    young, male = "SELECT Name FROM singer WHERE Age < 30", "SELECT Name FROM singer WHERE Is_male = 'T'"
+    llm = Scripted(understand="{}", sql_generation=[sql(FRANCE), sql(FRANCE), sql(OLDER), sql(young),
+                                                    sql(male), sql(young), sql(male)])
+    answer = run(concert, "Which singers are from France?", llm, rollouts=5, early_stop=0,
+                 actions="sql_generation", root_samples=5, discriminated=2)
+    assert llm.stages().count("sql_generation") == 7  # 5 trajectories, 2 checks
+    assert [(c["trajectories"], c["discriminator"]) for c in answer.grounds["candidates"]] == [
+        (2, 0.0), (1, 0.0), (1, None), (1, None)]
     assert "France" in answer.sql
 
 
