@@ -147,23 +147,6 @@ def test_a_failing_query_is_revised_with_the_real_columns(concert) -> None:
     assert "singer: Singer_ID, Name, Country" in revision.messages[-1].content
 
 
-def test_a_revision_that_repeats_the_failed_query_is_asked_again_sampled(concert) -> None:
-    llm = Scripted(understand="{}", sql_generation=sql("SELECT nom FROM singer"),
-                   sql_revision=[sql("SELECT nom FROM singer"), sql(FRANCE)])
-    answer = run(concert, "Which singers are from France?", llm, rollouts=1, early_stop=0)
-    assert answer.ok and answer.sql.startswith(FRANCE)
-    revisions = [r for r in llm.requests if stage_of(r) == "sql_revision"]
-    assert len(revisions) == 2 and revisions[0].messages == revisions[1].messages
-    assert [r.temperature for r in revisions] == [0.0, 0.7]
-    step = next(s for s in answer.steps if s.name == "sql_revision")
-    assert step.detail["repeated"] == "SELECT nom FROM singer"
-    # A revision that changes the query, even to another failing one, is not asked again.
-    llm = Scripted(understand="{}", sql_generation=sql("SELECT nom FROM singer"),
-                   sql_revision=[sql("SELECT name2 FROM singer"), sql(FRANCE)])
-    run(concert, "Which singers are from France?", llm, rollouts=1, early_stop=0)
-    assert [stage_of(r) for r in llm.requests].count("sql_revision") == 1
-
-
 def test_the_calculator_does_the_arithmetic_and_its_results_reach_the_sql_turn(car) -> None:
     question = ("A fuel car has a fuel tank capacity of 60L, with a highway fuel consumption of "
                 "6.5L/100km. When the fuel gauge shows 15% remaining, what is the maximum distance "

@@ -159,17 +159,6 @@ class SearchEnvironment:
                 return replace(state, failed=f"the language model failed: {err}")
             handler = getattr(self, f"_after_{action}")
             new = handler(state, Step(action, prompt, reply), step)
-            if action == "sql_revision" and new.error and new.sql == state.sql and not self.exhausted():
-                # The greedy revision repeated the query it was to revise (measured on Spider:
-                # 17 of 42 revisions): that answer is spent. The same turn asked again is
-                # sampled, so one more call may give a different query.
-                step["repeated"] = new.sql
-                try:
-                    reply = self._ask(state, prompt, output=None, step=step)
-                except LLMError as err:
-                    step["error"] = str(err)
-                    return new
-                new = handler(state, Step(action, prompt, reply), step)
         return new
 
     def _pending_note(self, state: Trajectory) -> str:
