@@ -226,13 +226,28 @@ def test_a_candidate_nobody_checked_does_not_overtake_leaders_whose_checks_faile
     # neutral 0.5 for the unchecked, a single trajectory scored 0.58 against its 0.56).
     young, male = "SELECT Name FROM singer WHERE Age < 30", "SELECT Name FROM singer WHERE Is_male = 'T'"
     llm = Scripted(understand="{}", sql_generation=[sql(FRANCE), sql(FRANCE), sql(OLDER), sql(young),
-                                                    sql(male), sql(young), sql(male)])
+                                                    sql(male), sql("SELECT Country FROM singer"),
+                                                    sql("SELECT Name FROM singer WHERE Age > 45")])
     answer = run(concert, "Which singers are from France?", llm, rollouts=5, early_stop=0,
                  actions="sql_generation", root_samples=5, discriminated=2)
     assert llm.stages().count("sql_generation") == 7  # 5 trajectories, 2 checks
     assert [(c["trajectories"], c["discriminator"]) for c in answer.grounds["candidates"]] == [
         (2, 0.0), (1, 0.0), (1, None), (1, None)]
     assert "France" in answer.sql
+
+
+def test_the_discriminators_completions_vote_for_the_result_they_give(concert) -> None:
+    # Four trajectories, four results; both checks complete to the third candidate's result:
+    # two more samples that give it, so it wins (refuted leaders and a lone rival do not).
+    young, male = "SELECT Name FROM singer WHERE Age < 30", "SELECT Name FROM singer WHERE Is_male = 'T'"
+    llm = Scripted(understand="{}", sql_generation=[sql(FRANCE), sql(OLDER), sql(young), sql(male),
+                                                    sql(young), sql(young)])
+    answer = run(concert, "Which singers are under 30?", llm, rollouts=4, early_stop=0,
+                 actions="sql_generation", root_samples=4, discriminated=2)
+    assert llm.stages().count("sql_generation") == 6  # 4 trajectories, 2 checks
+    assert [(c["trajectories"], c["votes"], c["discriminator"]) for c in answer.grounds["candidates"]] == [
+        (1, 1, 0.0), (1, 1, 0.0), (1, 3, None), (1, 1, None)]
+    assert "Age < 30" in answer.sql
 
 
 def test_a_guessed_number_is_revised_and_counts_less(concert) -> None:

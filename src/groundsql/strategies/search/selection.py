@@ -9,11 +9,12 @@ agree only in finding nothing, so each stands alone). Each is scored
 Exec is 1 for a query that ran and whose result is not explained away (0.5 for a query the
 tools sent back, e.g. an empty result caused by a filter value that is not in the data, and for
 a vacuous one); ConsVote is the candidate's share of the
-trajectories; DiscConf is the discriminator's verdict: the candidate's trajectory is masked
+trajectories, the discriminator's completions among them (each votes for the candidate whose
+result it gives); DiscConf is the discriminator's verdict: the candidate's trajectory is masked
 from a random step and completed again by the same model with other sampling; 1 when the
 completion gives the candidate's result, else 0. Only the leading candidates are checked (none
-when the check cannot change the choice: the trajectories all agree, or the leader's score
-without it beats every rival's with it), and an unchecked candidate has no confirmation, 0:
+when the trajectories all agree, or when the leader's score without a check beats every rival's
+with a confirmation), and an unchecked candidate has no confirmation, 0:
 with a neutral 0.5 for the unchecked, two leaders whose checks failed fell behind a candidate
 nobody checked, and a single trajectory outranked the majority (Spider, 1.5B: 3 of the first
 31 questions of a run lost a right leader that way).
@@ -49,16 +50,25 @@ def select_candidate(candidates: list[Candidate], env: SearchEnvironment, probe:
     alpha, beta, gamma = config.weights
     base = {id(g): alpha * _exec(g) + gamma * len(g) / len(candidates) for g in ordered}
     disc: dict[int, float | None] = {id(g): None for g in ordered}  # None: not checked
+    completions: list[Signature] = []  # the results of the discriminator's completions
     if config.discriminator and len(ordered) > 1 and not _decided(ordered, base, beta):
         # A vacuous candidate's completion would agree only in finding nothing: not checked.
         checkable = [g for g in ordered if not g[0].vacuous]
         for group in checkable[:config.discriminated]:
-            verdict = _discriminate(group[0], env, probe, rng)
-            if verdict is not None:
-                disc[id(group)] = verdict
-    scored = [(base[id(g)] + beta * (disc[id(g)] or 0.0), g) for g in ordered]
+            checked = _discriminate(group[0], env, probe, rng)
+            if checked is not None:
+                disc[id(group)], completion = checked
+                if completion is not None:
+                    completions.append(completion)
+    # A completion is one more sampled trajectory: it votes for the candidate whose result it
+    # gives, whichever candidate it was asked to check.
+    votes = {id(g): len(g) + (0 if g[0].vacuous or g[0].signature is None
+                              else completions.count(g[0].signature)) for g in ordered}
+    total = len(candidates) + len(completions)
+    scored = [(alpha * _exec(g) + gamma * votes[id(g)] / total + beta * (disc[id(g)] or 0.0), g)
+              for g in ordered]
     best = max(scored, key=lambda sg: (sg[0], -ordered.index(sg[1])))[1]
-    report = [{"sql": g[0].trajectory.sql, "trajectories": len(g), "exec": _exec(g),
+    report = [{"sql": g[0].trajectory.sql, "trajectories": len(g), "votes": votes[id(g)], "exec": _exec(g),
                "discriminator": disc[id(g)], "score": round(s, 3),
                "actions": [st.action for st in g[0].trajectory.steps]} for s, g in scored]
     return best[0], report
@@ -77,9 +87,10 @@ def _exec(group: list[Candidate]) -> float:
 
 
 def _discriminate(candidate: Candidate, env: SearchEnvironment, probe: Probe,
-                  rng: random.Random) -> float | None:
+                  rng: random.Random) -> tuple[float, Signature | None] | None:
     """Mask the trajectory from a random step, let the model complete it with other sampling;
-    whether the completion agrees. None when the budget allows no check."""
+    whether the completion agrees, and the completion's result (None when it did not run or
+    found nothing anywhere). None when the budget allows no check."""
     trajectory = candidate.trajectory
     reasoning = [s for s in trajectory.steps if s.action not in ("sql_generation", "sql_revision")]
     cut = rng.randrange(0, len(reasoning) + 1)  # keep this many reasoning steps
@@ -91,8 +102,9 @@ def _discriminate(candidate: Candidate, env: SearchEnvironment, probe: Probe,
             return None
         state = env.apply(state, env.default_action(state))
     if not state.sql or not state.ran:
-        return 0.0
+        return 0.0, None
     signatures = probe.signatures([state.sql, trajectory.sql or ""])
-    mine = signatures.get(trajectory.sql or "")
-    return 1.0 if mine is not None and signatures.get(state.sql) == mine else 0.0
+    mine, theirs = signatures.get(trajectory.sql or ""), signatures.get(state.sql)
+    verdict = 1.0 if mine is not None and theirs == mine else 0.0
+    return verdict, None if probe.vacuous(state.sql) else theirs
 
