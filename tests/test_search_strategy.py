@@ -106,9 +106,18 @@ def test_the_majority_result_wins_and_the_answer_shows_its_trajectories(concert)
     extraction = next(r for r in llm.requests if stage_of(r) == "entity_extraction")
     listed = extraction.json_schema["properties"]["filters"]["items"]["properties"]["column"]["enum"]
     assert "singer.Country" in listed and generations[0].json_schema is None
-    # Every call of the question extends the same prefix (system + question turn).
-    first = llm.requests[0].messages[:2]
-    assert all(r.messages[:2] == first for r in llm.requests)
+    # Every call of the question extends the same prefix (system + the question) ...
+    system, question_turn = llm.requests[0].messages
+    question = question_turn.content.split("\nDescribe the question")[0]
+    assert question.startswith("Question: What are the names of the singers from France?")
+    assert all(r.messages[0] == system and r.messages[1].content.startswith(question) for r in llm.requests)
+    # ... and only the trajectories that start with a reasoning action read the semantic state:
+    # direct generations are independent samples of the question, not of one greedy state.
+    reads_state = {stage_of(r) if len(r.messages) > 2 else "direct" for r in llm.requests[1:]
+                   if any("singers from France" in m.content for m in r.messages if m.role == "assistant")}
+    assert "direct" not in reads_state and {"schema_selection", "entity_extraction"} <= reads_state
+    direct = [r for r in generations if len(r.messages) == 2]
+    assert len(direct) >= 3 and all("Write one" in r.messages[1].content for r in direct)
 
 
 def test_search_stops_when_the_results_agree_and_never_exceeds_its_call_cap(concert) -> None:

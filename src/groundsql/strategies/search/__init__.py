@@ -172,7 +172,8 @@ def _understand(ctx: Context, question: str, compressed: CompressedSchema, confi
     prefix = [system, user, Message(role="assistant", content=reply)]
     if checks:
         prefix.append(Message(role="user", content="Unit check of the relations:\n" + "\n".join(checks)))
-    return Problem(question, compressed.schema, tuple(prefix), constants, ctx.dialect_label, calls=1)
+    return Problem(question, compressed.schema, tuple(prefix), constants, ctx.dialect_label, calls=1,
+                   direct=(system, Message(role="user", content=content)))
 
 
 # -- reward and early stop -------------------------------------------------------------------

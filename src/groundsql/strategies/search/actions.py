@@ -3,7 +3,9 @@
 A state is a trajectory: the actions taken so far, each with the model's reply and what the
 tools made of it (the note shown before the next turn). All calls of one question form one
 conversation that grows by a turn per action, on a prefix shared by every call (instructions,
-compressed schema, question, semantic state), so a local backend only computes each new turn.
+compressed schema, question), so a local backend only computes each new turn. The semantic
+state follows the question for the trajectories that start with a reasoning action; those that
+start by writing SQL do without it (see `messages`).
 
     equation_analysis  the model names formulas and constants; the calculator (pint) computes
                        every formula over the question's numbers, not the model
@@ -55,6 +57,8 @@ class Problem:
     constants: dict[str, Quantity]  # the question's numbers, by formula name
     dialect: str
     calls: int = 0  # model calls spent before the search (the semantic state)
+    # The question turn without the semantic state: the prefix of direct generations.
+    direct: tuple[Message, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -153,7 +157,7 @@ class SearchEnvironment:
             note=self._pending_note(state), dialect=self.problem.dialect)[-1].content
         with self.trace.step(action) as step:
             try:
-                reply = self._ask(state, prompt, output=self._output(action), step=step)
+                reply = self._ask(state, action, prompt, output=self._output(action), step=step)
             except LLMError as err:
                 step["error"] = str(err)
                 return replace(state, failed=f"the language model failed: {err}")
@@ -167,8 +171,16 @@ class SearchEnvironment:
         last = state.steps[-1]
         return f"{last.note}\n" if last.note else ""
 
-    def messages(self, state: Trajectory, prompt: str) -> tuple[Message, ...]:
-        turns: list[Message] = list(self.problem.prefix)
+    def messages(self, state: Trajectory, action: str, prompt: str) -> tuple[Message, ...]:
+        # A trajectory that starts by writing SQL is asked without the semantic state: the state
+        # is one greedy answer, and every trajectory that reads it shares its mistakes (Spider,
+        # 1.5B: a state naming singer_in_concert.Singer_ID for "How many singers do we have?"
+        # made 3 of 5 trajectories count that table), so the vote could not outvote them. The
+        # direct samples stay independent, as self-consistency's are; the reasoning actions'
+        # trajectories build on the state.
+        first = state.steps[0].action if state.steps else action
+        direct = first == "sql_generation" and bool(self.problem.direct)
+        turns: list[Message] = list(self.problem.direct if direct else self.problem.prefix)
         for s in state.steps:
             turns += [Message(role="user", content=s.prompt), Message(role="assistant", content=s.reply)]
         turns.append(Message(role="user", content=prompt))
@@ -196,10 +208,10 @@ class SearchEnvironment:
                            formulas={"type": "array", "items": text, "maxItems": 6})
         return None
 
-    def _ask(self, state: Trajectory, prompt: str, *, output: dict | None, step: dict) -> str:
+    def _ask(self, state: Trajectory, action: str, prompt: str, *, output: dict | None, step: dict) -> str:
         llm = self.ctx.settings.llm
         self.calls += 1
-        messages = self.messages(state, prompt)
+        messages = self.messages(state, action, prompt)
         again = messages in self.asked
         self.asked.add(messages)
         request = ChatRequest(
