@@ -107,13 +107,14 @@ def test_the_majority_result_wins_and_the_answer_shows_its_trajectories(concert)
     listed = extraction.json_schema["properties"]["filters"]["items"]["properties"]["column"]["enum"]
     assert "singer.Country" in listed and generations[0].json_schema is None
     # Every call of the question extends the same prefix (system + the question) ...
-    system, question_turn = llm.requests[0].messages
+    understand = next(r for r in llm.requests if stage_of(r) == "understand")
+    system, question_turn = understand.messages
     question = question_turn.content.split("\nDescribe the question")[0]
     assert question.startswith("Question: What are the names of the singers from France?")
     assert all(r.messages[0] == system and r.messages[1].content.startswith(question) for r in llm.requests)
     # ... and only the trajectories that start with a reasoning action read the semantic state:
     # direct generations are independent samples of the question, not of one greedy state.
-    reads_state = {stage_of(r) if len(r.messages) > 2 else "direct" for r in llm.requests[1:]
+    reads_state = {stage_of(r) if len(r.messages) > 2 else "direct" for r in llm.requests
                    if any("singers from France" in m.content for m in r.messages if m.role == "assistant")}
     assert "direct" not in reads_state and {"schema_selection", "entity_extraction"} <= reads_state
     direct = [r for r in generations if len(r.messages) == 2]
@@ -133,11 +134,12 @@ def test_search_stops_when_the_results_agree_and_never_exceeds_its_call_cap(conc
 
 
 def test_the_search_leaves_the_discriminator_its_calls(concert) -> None:
-    llm = Scripted(understand="{}", sql_generation=[sql(FRANCE), sql(OLDER), sql(FRANCE), sql(OLDER)])
+    llm = Scripted(understand="{}", sql_generation=[sql(FRANCE), sql(OLDER), sql(FRANCE), sql(FRANCE), sql(OLDER)])
     answer = run(concert, "Which singers are from France?", llm, rollouts=30, early_stop=0, max_calls=5,
                  actions="sql_generation", root_samples=8, discriminated=2)
-    # 1 call to understand, 2 for the search, the 2 kept back check both candidates.
-    assert llm.stages() == ["understand"] + ["sql_generation"] * 4
+    # 3 calls for the search (direct generations need no semantic state), the 2 kept back
+    # check both candidates.
+    assert llm.stages() == ["sql_generation"] * 5
     assert [c["discriminator"] for c in answer.grounds["candidates"]] == [1.0, 1.0]
     # With nothing to tell apart (no query runs), nothing is kept back: the search uses all 5.
     llm = Scripted(understand="{}", sql_generation=sql("SELECT nom FROM singer"),
@@ -330,9 +332,10 @@ def test_the_root_samples_direct_generations_before_reasoning(concert) -> None:
     llm = Scripted(understand="{}", sql_generation=sql(FRANCE), schema_selection='{"tables": ["singer"]}')
     run(concert, "Which singers are from France?", llm, rollouts=4, early_stop=0, discriminator=False,
         root_samples=3)
-    assert llm.stages()[:6] == ["understand", "sql_generation", "sql_generation", "sql_generation",
+    # The semantic state is asked when the first reasoning action needs it.
+    assert llm.stages()[:6] == ["sql_generation", "sql_generation", "sql_generation", "understand",
                                 "schema_selection", "sql_generation"]
-    # Three that agree end the search before any reasoning action.
+    # Three that agree end the search before any reasoning action, and before the state.
     llm = Scripted(understand="{}", sql_generation=sql(FRANCE))
     run(concert, "Which singers are from France?", llm, rollouts=6, early_stop=3, discriminator=False)
-    assert llm.stages() == ["understand", "sql_generation", "sql_generation", "sql_generation"]
+    assert llm.stages() == ["sql_generation", "sql_generation", "sql_generation"]

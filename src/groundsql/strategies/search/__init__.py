@@ -1,7 +1,7 @@
 """The search strategy (IESR): understand, compress, search, verify, select.
 
-    question -> numbers and units (pint) + semantic state (one structured call), relations
-                checked against the unit rule base
+    question -> numbers and units (pint) + semantic state (one structured call, asked when a
+                reasoning trajectory first needs it), relations checked against the unit rule base
              -> schema compression (LSH on names and values + embeddings), M-Schema
              -> Monte Carlo Tree Search over six actions (actions.py, tree.py); each finished
                 trajectory's query runs on the database and populated variants (probe.py), and
@@ -20,7 +20,7 @@ import json
 import random
 
 from groundsql.config import SearchConfig
-from groundsql.llm import ChatRequest, Message
+from groundsql.llm import ChatRequest, Completion, Message
 from groundsql.prompts import load_prompt
 from groundsql.retrieval import load_embedder
 from groundsql.schema import render_schema
@@ -51,9 +51,8 @@ def search(question: str, ctx: Context) -> Answer:
     # Once there are candidates to tell apart, the discriminator's checks (a completion each)
     # are kept out of the search's share of the cap: a search that spends every call leaves
     # the selection nothing to check with. Until then the search may use every call.
-    reserve = min(config.discriminated, (config.max_calls - problem.calls) // 2) if config.discriminator else 0
-    env = SearchEnvironment(ctx, problem, config, trace, calls=problem.calls,
-                            scorer=lambda state: _reward(state, pool(), probe))
+    reserve = min(config.discriminated, config.max_calls // 2) if config.discriminator else 0
+    env = SearchEnvironment(ctx, problem, config, trace, scorer=lambda state: _reward(state, pool(), probe))
     try:
         def stop(reached: list[Node[Trajectory]]) -> bool:
             terminals[:] = reached
@@ -118,7 +117,8 @@ def _compress(ctx: Context, question: str, config: SearchConfig, trace: Trace) -
 def _understand(ctx: Context, question: str, compressed: CompressedSchema, config: SearchConfig,
                 trace: Trace) -> Problem:
     """The question's numbers (deterministic) and, when switched on, the model's semantic
-    state; relations whose units do not agree are reported to the model, not kept silently."""
+    state (asked lazily: a question whose direct samples agree never needs it); relations
+    whose units do not agree are reported to the model, not kept silently."""
     rules = default_rules()
     quantities = extract_quantities(question, rules)
     constants = named_constants(quantities)
@@ -137,43 +137,45 @@ def _understand(ctx: Context, question: str, compressed: CompressedSchema, confi
         schema=render_schema(compressed.schema, "m-schema", with_examples=gen.with_examples),
         question=question.strip(), facts="\n".join(facts) + ("\n" if facts else ""))
     content, instruction = user.content.rsplit("\nDescribe the question as JSON", 1)
-    if not config.understanding:
-        # Without the semantic state the question turn carries no request of its own.
-        return Problem(question, compressed.schema, (system, Message(role="user", content=content)),
-                       constants, ctx.dialect_label, calls=0)
-    with trace.step("understand") as step:
-        llm = ctx.settings.llm
-        text, words = {"type": "string", "maxLength": 200}, {"type": "string", "maxLength": 120}
-        state_schema = {"type": "object", "required": ["intent", "entities", "relations", "fields"],
-                        "properties": {"intent": text,
-                                       "entities": {"type": "array", "items": words, "maxItems": 8},
-                                       "relations": {"type": "array", "items": words, "maxItems": 6},
-                                       "fields": {"type": "array", "items": words, "maxItems": 12}}}
-        request = ChatRequest(messages=(system, user), temperature=0.0, max_tokens=384, seed=llm.seed,
-                              json_schema=state_schema)
-        completion = ctx.llm.complete(request)
-        step["calls"].append(completion)
-        # What the model copied from the request is dropped (state.py); the rule base
-        # filters the relations: one whose units cannot agree is dropped from the state every
-        # later turn sees, one that needs a unit factor keeps a note.
-        state = semantic_state(parse_json(completion.text), request=instruction, question=question)
-        checks, kept = [], []
-        for relation in state["relations"]:
-            verdict = rules.check_relation(relation, dict(constants))
-            if verdict.status == "inconsistent":
-                checks.append(f"- dropped {relation}: {verdict.reason}")
-                continue
-            if verdict.status == "rescale":
-                checks.append(f"- {relation}: {verdict.reason}")
-            kept.append(relation)
-        state["relations"] = kept
-        step.update(intent=state["intent"], relations=kept, unit_checks=checks)
-        reply = json.dumps(state)
-    prefix = [system, user, Message(role="assistant", content=reply)]
-    if checks:
-        prefix.append(Message(role="user", content="Unit check of the relations:\n" + "\n".join(checks)))
-    return Problem(question, compressed.schema, tuple(prefix), constants, ctx.dialect_label, calls=1,
-                   direct=(system, Message(role="user", content=content)))
+    direct = (system, Message(role="user", content=content))
+
+    def understand() -> tuple[tuple[Message, ...], list[Completion]]:
+        """The semantic state: one structured call, asked when a trajectory first needs it."""
+        with trace.step("understand") as step:
+            llm = ctx.settings.llm
+            text, words = {"type": "string", "maxLength": 200}, {"type": "string", "maxLength": 120}
+            state_schema = {"type": "object", "required": ["intent", "entities", "relations", "fields"],
+                            "properties": {"intent": text,
+                                           "entities": {"type": "array", "items": words, "maxItems": 8},
+                                           "relations": {"type": "array", "items": words, "maxItems": 6},
+                                           "fields": {"type": "array", "items": words, "maxItems": 12}}}
+            request = ChatRequest(messages=(system, user), temperature=0.0, max_tokens=384, seed=llm.seed,
+                                  json_schema=state_schema)
+            completion = ctx.llm.complete(request)
+            step["calls"].append(completion)
+            # What the model copied from the request is dropped (state.py); the rule base
+            # filters the relations: one whose units cannot agree is dropped from the state every
+            # later turn sees, one that needs a unit factor keeps a note.
+            state = semantic_state(parse_json(completion.text), request=instruction, question=question)
+            checks, kept = [], []
+            for relation in state["relations"]:
+                verdict = rules.check_relation(relation, dict(constants))
+                if verdict.status == "inconsistent":
+                    checks.append(f"- dropped {relation}: {verdict.reason}")
+                    continue
+                if verdict.status == "rescale":
+                    checks.append(f"- {relation}: {verdict.reason}")
+                kept.append(relation)
+            state["relations"] = kept
+            step.update(intent=state["intent"], relations=kept, unit_checks=checks)
+        prefix = [system, user, Message(role="assistant", content=json.dumps(state))]
+        if checks:
+            prefix.append(Message(role="user", content="Unit check of the relations:\n" + "\n".join(checks)))
+        return tuple(prefix), [completion]
+
+    # Without the semantic state (the ablation) every trajectory starts from the direct prefix.
+    return Problem(question, compressed.schema, direct, constants, ctx.dialect_label,
+                   understand=understand if config.understanding else None)
 
 
 # -- reward and early stop -------------------------------------------------------------------

@@ -31,7 +31,7 @@ from groundsql.errors import DatabaseError, LLMError, UnsafeSQLError
 from groundsql.grounding.entities import names_a_value
 from groundsql.grounding.values import (check_value, has_values, looks_empty, missing_filter_values,
                                         missing_values_text, unmentioned_filter_values)
-from groundsql.llm import ChatRequest, Message
+from groundsql.llm import ChatRequest, Completion, Message
 from groundsql.prompts import load_prompt
 from groundsql.schema import Schema
 from groundsql.schema.linking import connect, join_graph
@@ -53,12 +53,12 @@ class Problem:
 
     question: str
     schema: Schema  # compressed
-    prefix: tuple[Message, ...]  # system, question turn (and the semantic state reply)
+    prefix: tuple[Message, ...]  # system, question turn: what every call starts with
     constants: dict[str, Quantity]  # the question's numbers, by formula name
     dialect: str
-    calls: int = 0  # model calls spent before the search (the semantic state)
-    # The question turn without the semantic state: the prefix of direct generations.
-    direct: tuple[Message, ...] = ()
+    # The semantic state, asked once when a trajectory first needs it: the prefix with the
+    # state's turns, and the call it took. None: no state (the ablation).
+    understand: Callable[[], tuple[tuple[Message, ...], list[Completion]]] | None = None
 
 
 @dataclass(frozen=True)
@@ -99,6 +99,7 @@ class SearchEnvironment:
     scorer: Callable[[Trajectory], float] | None = None
     # Calls of the cap kept back for a later phase (the discriminator's, during the search).
     reserved: int = 0
+    stated: tuple[Message, ...] | None = None  # the prefix with the semantic state, once asked
 
     def __post_init__(self) -> None:
         self.graph = join_graph(self.problem.schema)
@@ -151,8 +152,16 @@ class SearchEnvironment:
     # -- applying an action ------------------------------------------------------------------
 
     def apply(self, state: Trajectory, action: str) -> Trajectory:
-        if self.exhausted():
+        # The semantic state is one more call the first time a trajectory needs it.
+        needs_state = self.stated is None and not self._direct(state, action) and self.problem.understand
+        if self.exhausted() or (needs_state and self.calls + 2 > self.config.max_calls - self.reserved):
             return replace(state, failed="the search's call budget is spent")
+        if needs_state:
+            self.calls += 1
+            try:
+                self.stated, _ = self.problem.understand()
+            except LLMError as err:
+                return replace(state, failed=f"the language model failed: {err}")
         prompt = load_prompt(f"search_{action}").render(
             note=self._pending_note(state), dialect=self.problem.dialect)[-1].content
         with self.trace.step(action) as step:
@@ -178,9 +187,8 @@ class SearchEnvironment:
         # made 3 of 5 trajectories count that table), so the vote could not outvote them. The
         # direct samples stay independent, as self-consistency's are; the reasoning actions'
         # trajectories build on the state.
-        first = state.steps[0].action if state.steps else action
-        direct = first == "sql_generation" and bool(self.problem.direct)
-        turns: list[Message] = list(self.problem.direct if direct else self.problem.prefix)
+        direct = self._direct(state, action) or self.stated is None
+        turns: list[Message] = list(self.problem.prefix if direct else self.stated)
         for s in state.steps:
             turns += [Message(role="user", content=s.prompt), Message(role="assistant", content=s.reply)]
         turns.append(Message(role="user", content=prompt))
@@ -207,6 +215,11 @@ class SearchEnvironment:
             return _object(constants={"type": "array", "items": item, "maxItems": 8},
                            formulas={"type": "array", "items": text, "maxItems": 6})
         return None
+
+    @staticmethod
+    def _direct(state: Trajectory, action: str) -> bool:
+        """Whether the trajectory starts by writing SQL (it does without the semantic state)."""
+        return (state.steps[0].action if state.steps else action) == "sql_generation"
 
     def _ask(self, state: Trajectory, action: str, prompt: str, *, output: dict | None, step: dict) -> str:
         llm = self.ctx.settings.llm
