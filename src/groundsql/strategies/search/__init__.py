@@ -20,7 +20,7 @@ import json
 import random
 
 from groundsql.config import SearchConfig
-from groundsql.llm import ChatRequest, Completion, Message
+from groundsql.llm import ChatRequest, Message
 from groundsql.prompts import load_prompt
 from groundsql.retrieval import load_embedder
 from groundsql.schema import render_schema
@@ -139,7 +139,7 @@ def _understand(ctx: Context, question: str, compressed: CompressedSchema, confi
     content, instruction = user.content.rsplit("\nDescribe the question as JSON", 1)
     direct = (system, Message(role="user", content=content))
 
-    def understand() -> tuple[tuple[Message, ...], list[Completion]]:
+    def understand() -> tuple[Message, ...]:
         """The semantic state: one structured call, asked when a trajectory first needs it."""
         with trace.step("understand") as step:
             llm = ctx.settings.llm
@@ -171,7 +171,7 @@ def _understand(ctx: Context, question: str, compressed: CompressedSchema, confi
         prefix = [system, user, Message(role="assistant", content=json.dumps(state))]
         if checks:
             prefix.append(Message(role="user", content="Unit check of the relations:\n" + "\n".join(checks)))
-        return tuple(prefix), [completion]
+        return tuple(prefix)
 
     # Without the semantic state (the ablation) every trajectory starts from the direct prefix.
     return Problem(question, compressed.schema, direct, constants, ctx.dialect_label,

@@ -31,7 +31,7 @@ from groundsql.errors import DatabaseError, LLMError, UnsafeSQLError
 from groundsql.grounding.entities import names_a_value
 from groundsql.grounding.values import (check_value, has_values, looks_empty, missing_filter_values,
                                         missing_values_text, unmentioned_filter_values)
-from groundsql.llm import ChatRequest, Completion, Message
+from groundsql.llm import ChatRequest, Message
 from groundsql.prompts import load_prompt
 from groundsql.schema import Schema
 from groundsql.schema.linking import connect, join_graph
@@ -56,9 +56,9 @@ class Problem:
     prefix: tuple[Message, ...]  # system, question turn: what every call starts with
     constants: dict[str, Quantity]  # the question's numbers, by formula name
     dialect: str
-    # The semantic state, asked once when a trajectory first needs it: the prefix with the
-    # state's turns, and the call it took. None: no state (the ablation).
-    understand: Callable[[], tuple[tuple[Message, ...], list[Completion]]] | None = None
+    # The semantic state, asked once when a trajectory first needs it (one call): the prefix
+    # with the state's turns. None: no state (the ablation).
+    understand: Callable[[], tuple[Message, ...]] | None = None
 
 
 @dataclass(frozen=True)
@@ -159,7 +159,7 @@ class SearchEnvironment:
         if needs_state:
             self.calls += 1
             try:
-                self.stated, _ = self.problem.understand()
+                self.stated = self.problem.understand()
             except LLMError as err:
                 return replace(state, failed=f"the language model failed: {err}")
         prompt = load_prompt(f"search_{action}").render(
