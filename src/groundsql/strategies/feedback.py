@@ -47,7 +47,7 @@ def error_feedback(sql: str, error: str, schema: Schema) -> str:
         # 1.5B model writes T2.Cylinders for T1's column and, told to join cars_data, which
         # it has as T1, repeats the query).
         joined = [(alias or table.name, table.name) for alias, table in known
-                  if table is not None and table.column(missing) is not None]
+                  if table.column(missing) is not None]
         if joined:
             lines += [f"{missing} is a column of {name}, which your query calls {ref}: write {ref}.{missing}."
                       if ref != name else f"{missing} is a column of {name}: write {name}.{missing}."

@@ -24,7 +24,7 @@ from groundsql.understanding.calculator import (
 )
 from groundsql.understanding.binding import bind_constants
 from groundsql.understanding.fields import columns_for
-from groundsql.understanding.state import semantic_state
+from groundsql.understanding.state import STATE_SCHEMA, semantic_state
 from groundsql.understanding.unstated import unstated_numbers
 from groundsql.understanding.quantities import Quantity, Role, extract_quantities
 from groundsql.understanding.rulebase import (
@@ -38,6 +38,7 @@ from groundsql.understanding.rulebase import (
 )
 
 __all__ = [
+    "STATE_SCHEMA",
     "CalcResult",
     "CalculatorError",
     "Formula",

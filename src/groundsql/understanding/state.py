@@ -15,12 +15,17 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["KEYS", "semantic_state"]
+__all__ = ["STATE_SCHEMA", "semantic_state"]
 
-KEYS = ("intent", "entities", "relations", "fields")
 # SQL as the model writes it (capitals), not the words "select ... from" in an intent.
 _QUERY = re.compile(r"\bSELECT\b.+\bFROM\b", re.S)
 _LIMITS = {"entities": 8, "relations": 6, "fields": 12}
+# The grammar the state is asked under (a local backend enforces it): the same keys and limits.
+_WORDS = {"type": "string", "maxLength": 120}
+STATE_SCHEMA = {"type": "object", "required": ["intent", *_LIMITS],
+                "properties": {"intent": {"type": "string", "maxLength": 200},
+                               **{key: {"type": "array", "items": _WORDS, "maxItems": limit}
+                                  for key, limit in _LIMITS.items()}}}
 
 
 def semantic_state(answer: Any, *, request: str, question: str) -> dict[str, Any]:

@@ -32,7 +32,7 @@ from groundsql.strategies.search.probe import Probe, Signature
 from groundsql.strategies.search.selection import Candidate, select_candidate
 from groundsql.strategies.search.tree import Node, search as tree_search
 from groundsql.understanding import (columns_for, default_rules, extract_quantities, named_constants,
-                                     semantic_state, sql_constants)
+                                     STATE_SCHEMA, semantic_state, sql_constants)
 
 __all__ = ["search"]
 
@@ -143,14 +143,8 @@ def _understand(ctx: Context, question: str, compressed: CompressedSchema, confi
         """The semantic state: one structured call, asked when a trajectory first needs it."""
         with trace.step("understand") as step:
             llm = ctx.settings.llm
-            text, words = {"type": "string", "maxLength": 200}, {"type": "string", "maxLength": 120}
-            state_schema = {"type": "object", "required": ["intent", "entities", "relations", "fields"],
-                            "properties": {"intent": text,
-                                           "entities": {"type": "array", "items": words, "maxItems": 8},
-                                           "relations": {"type": "array", "items": words, "maxItems": 6},
-                                           "fields": {"type": "array", "items": words, "maxItems": 12}}}
             request = ChatRequest(messages=(system, user), temperature=0.0, max_tokens=384, seed=llm.seed,
-                                  json_schema=state_schema)
+                                  json_schema=STATE_SCHEMA)
             completion = ctx.llm.complete(request)
             step["calls"].append(completion)
             # What the model copied from the request is dropped (state.py); the rule base
