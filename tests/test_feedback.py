@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from groundsql.db import Database
-from groundsql.strategies.feedback import error_feedback
+from groundsql.strategies.feedback import error_feedback, requalified
 
 
 def sqlite_error(path: Path, sql: str) -> str:
@@ -101,3 +103,32 @@ def test_an_aggregate_over_a_column_the_subquery_lacks_is_pointed_out(concert_si
                                      "singer has: select it from there.")
     fine = "SELECT Name FROM singer WHERE Age > (SELECT AVG(Age) FROM singer)"
     assert "In (" not in error_feedback(fine, "misuse of aggregate: AVG()", schema)
+
+
+# (query as written, query after the repair; None: left to the model), on concert_singer.
+REQUALIFY_CASES = [
+    ("SELECT T2.Name FROM singer AS T1 JOIN singer_in_concert AS T2 ON T1.Singer_ID = T2.Singer_ID",
+     "SELECT T1.Name FROM singer AS T1 JOIN singer_in_concert AS T2 ON T1.Singer_ID = T2.Singer_ID"),
+    # Every use of the misqualified column is repaired, by table name as well as by alias.
+    ("SELECT concert.Name FROM singer JOIN concert ON 1 = 1 WHERE concert.Name = 'Joe' ORDER BY concert.Name",
+     "SELECT singer.Name FROM singer JOIN concert ON 1 = 1 WHERE singer.Name = 'Joe' ORDER BY singer.Name"),
+    # Inside a subquery, only that SELECT's tables count.
+    ("SELECT Name FROM singer WHERE Singer_ID IN (SELECT T.Country FROM singer_in_concert AS T)", None),
+    # No table of the query has the column: joining one is the model's decision.
+    ("SELECT T1.Name FROM concert AS T1", None),
+    # Two tables have it (stadium and singer both have Name): no single repair.
+    ("SELECT T3.Name FROM singer AS T1 JOIN stadium AS T2 ON 1 = 1 JOIN concert AS T3 ON 1 = 1", None),
+    # Not qualified: nothing to requalify.
+    ("SELECT Theme FROM singer", None),
+]
+
+
+@pytest.mark.parametrize(("written", "repaired"), REQUALIFY_CASES)
+def test_a_misqualified_column_is_requalified_when_one_table_has_it(
+        concert_singer: Path, written: str, repaired: str | None) -> None:
+    schema = Database(f"sqlite:///{concert_singer}").introspect()
+    fixed = requalified(written, sqlite_error(concert_singer, written), schema)
+    assert fixed == repaired
+    if fixed is not None:
+        with Database(f"sqlite:///{concert_singer}") as db:
+            db.execute(fixed)  # the repair runs

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import groundsql
-from groundsql.config import SelfConsistencyConfig, Settings
+from groundsql.config import GenerationConfig, SelfConsistencyConfig, Settings
 from groundsql.errors import ConfigError
 from groundsql.llm.base import ChatRequest, Completion
 from groundsql.retrieval import Example, QueryBank
@@ -107,3 +107,31 @@ def test_bank_file_round_trip_and_errors(tmp_path: Path) -> None:
     bad.write_text("[1, 2]\n")
     with pytest.raises(ConfigError, match="expected a JSON object"):
         QueryBank.load(bad)
+
+
+def test_a_misqualified_column_is_repaired_without_a_model_call(concert_singer: Path) -> None:
+    written = "SELECT T2.Name FROM singer AS T1 JOIN singer_in_concert AS T2 ON T1.Singer_ID = T2.Singer_ID"
+    with groundsql.connect(concert_singer, llm=Recording(written)) as session:
+        answer = session.ask("Which singers gave concerts?", strategy="zero-shot")
+    assert answer.ok and len(answer.calls) == 1
+    assert "T1.Name" in (answer.sql or "")
+    executed = next(s for s in answer.steps if s.name == "validate+execute")
+    assert executed.detail["repaired"] == [written]  # the trace keeps the query as written
+    # Switched off, the model is told the error and asked again (the reflection retry).
+    llm = Recording(written, "SELECT T1.Name FROM singer AS T1")
+    settings = Settings(generation=GenerationConfig(repair=False))
+    with groundsql.connect(concert_singer, llm=llm, settings=settings) as session:
+        answer = session.ask("Which singers gave concerts?", strategy="zero-shot")
+    assert answer.ok and len(answer.calls) == 2
+    assert "no such column: T2.Name" in llm.requests[1].messages[-1].content
+
+
+def test_self_consistency_votes_with_repaired_samples(concert_singer: Path) -> None:
+    llm = Recording("SELECT T2.Name FROM singer AS T1 JOIN singer_in_concert AS T2 ON T1.Singer_ID = T2.Singer_ID",
+                    "SELECT COUNT(*) FROM stadium",
+                    "SELECT singer.Name FROM singer JOIN singer_in_concert USING (Singer_ID)")
+    settings = Settings(self_consistency=SelfConsistencyConfig(k=3))
+    with groundsql.connect(concert_singer, llm=llm, settings=settings) as session:
+        answer = session.ask("Which singers gave concerts?", strategy="self-consistency")
+    assert answer.steps[-1].detail["groups"] == [2, 1]  # the repaired greedy sample votes
+    assert "repaired" in next(s for s in answer.steps if s.name == "sample").detail

@@ -24,6 +24,7 @@ _SHORT_KEYS = {
     "format": "generation.schema_format",
     "examples": "generation.with_examples",
     "reflection": "generation.reflection_retries",
+    "repair": "generation.repair",
     "model": "llm.model",
     "max_tokens": "llm.max_tokens",
 }

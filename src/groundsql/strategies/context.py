@@ -20,7 +20,9 @@ from groundsql.retrieval import Example, QueryBank
 from groundsql.safety import ValidatedSQL, run_validated
 from groundsql.schema import Schema, render_schema
 from groundsql.strategies.answer import Answer, Trace
-from groundsql.strategies.feedback import error_feedback
+from groundsql.strategies.feedback import error_feedback, requalified
+
+_MOST_REPAIRS = 3  # one per misqualified column; a query with more is the model's to rewrite
 
 
 @dataclass
@@ -49,8 +51,28 @@ class Context:
             self.db.dialect, self.db.dialect
         )
 
-    def run_sql(self, sql: str) -> tuple[ValidatedSQL, QueryResult]:
-        return run_validated(self.db, sql, self.settings.safety)
+    def run_sql(self, sql: str, record: dict[str, Any] | None = None) -> tuple[ValidatedSQL, QueryResult]:
+        """Validate and run model-written SQL. With `record` (a trace step) and repair on, a
+        misqualified column is requalified and the query run again (feedback.requalified),
+        and the step lists the queries so repaired. When no repair runs, the error of the
+        query as written is raised: its feedback is about what the model wrote."""
+        most = _MOST_REPAIRS if record is not None and self.settings.generation.repair else 0
+        repaired: list[str] = []
+        first: DatabaseError | None = None
+        while True:
+            try:
+                outcome = run_validated(self.db, sql, self.settings.safety)
+            except DatabaseError as err:
+                first = first or err
+                fixed = requalified(sql, str(err), self.schema) if len(repaired) < most else None
+                if fixed is None or fixed == sql:
+                    raise first from None
+                repaired.append(sql)
+                sql = fixed
+                continue
+            if repaired and record is not None:
+                record["repaired"] = repaired
+            return outcome
 
 
 def generation_request(
@@ -144,7 +166,7 @@ def generate_and_execute(
         else:
             with trace.step("validate+execute") as step:
                 try:
-                    checked, result = ctx.run_sql(sql)
+                    checked, result = ctx.run_sql(sql, record=step)
                 except (UnsafeSQLError, DatabaseError) as err:
                     error = str(err)
                     step["error"] = error

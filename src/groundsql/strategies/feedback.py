@@ -65,6 +65,39 @@ def error_feedback(sql: str, error: str, schema: Schema) -> str:
     return "\n".join(lines)
 
 
+def requalified(sql: str, error: str, schema: Schema) -> str | None:
+    """`sql` with a misqualified column repaired, or None when there is no single repair.
+
+    The most common error of the 1.5B model on joins is a right column under the wrong table's
+    name (`T2.Cylinders` for T1's column); told so, it repeats the query more often than not
+    (Spider car_1: the revision of `car_makers.CountryId`, with the feedback naming
+    `countries.CountryId`, was the same query). When exactly one table of the same SELECT has
+    the column, the fix is mechanical: every `q.column` becomes `owner.column`. Anything else
+    (no owner joined, two owners, a column without a qualifier) is left to the model.
+    """
+    missing = _missing_column(error)
+    qualifier = _missing_qualifier(error)
+    if not missing or not qualifier:
+        return None
+    try:
+        tree = sqlglot.parse_one(sql, read=schema.dialect)
+    except sqlglot.errors.SqlglotError:
+        return None
+    wrong = [c for c in tree.find_all(exp.Column)
+             if c.name.lower() == missing.lower() and c.table.lower() == qualifier.lower()]
+    if not wrong:
+        return None
+    for column in wrong:
+        scope = column.find_ancestor(exp.Select)
+        owners = {(t.alias or t.name) for t in tree.find_all(exp.Table)
+                  if t.find_ancestor(exp.Select) is scope and (real := schema.table(t.name)) is not None
+                  and real.column(missing) is not None}
+        if len(owners) != 1:
+            return None
+        column.set("table", exp.to_identifier(owners.pop()))
+    return tree.sql(dialect=schema.dialect)
+
+
 def _foreign_key_joins(known: list[tuple[str, Any]]) -> list[str]:
     """The foreign-key conditions between the tables a query uses, by the names it gives them."""
     joins: list[str] = []
@@ -122,6 +155,22 @@ _MISSING_COLUMN = (
     re.compile(r"does not have a column named \"(\w+)\""),
     re.compile(r"Referenced column \"(\w+)\" not found"),
 )
+
+
+# The same errors, for the table name or alias the query wrote before the column.
+_QUALIFIER = (
+    re.compile(r"no such column: \"?(\w+)\"?\.\"?\w+"),
+    re.compile(r"column \"?(\w+)\.\w+\"? does not exist"),
+    re.compile(r"Table \"(\w+)\" does not have a column named"),
+)
+
+
+def _missing_qualifier(error: str) -> str | None:
+    for pattern in _QUALIFIER:
+        match = pattern.search(error)
+        if match:
+            return match.group(1)
+    return None
 
 
 def _missing_column(error: str) -> str | None:

@@ -42,7 +42,7 @@ def self_consistency(question: str, ctx: Context) -> Answer:
                 step["sql"] = sql
                 if sql is None:
                     raise GenerationFailed("the answer contained no SQL query")
-                checked, result = ctx.run_sql(sql)
+                checked, result = ctx.run_sql(sql, record=step)
                 outcome = (checked.sql, result)
                 votes.setdefault(result_key(result), []).append(i)
                 step["rows"] = len(result.rows)

@@ -358,7 +358,7 @@ class SearchEnvironment:
         if bound:
             record.update(sql=sql, bound=bound)
         try:
-            checked, result = self.ctx.run_sql(sql)
+            checked, result = self.ctx.run_sql(sql, record=record)
         except (UnsafeSQLError, DatabaseError) as err:
             feedback = error_feedback(sql, str(err), self.problem.schema)
             record["error"] = str(err)
