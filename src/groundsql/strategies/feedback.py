@@ -166,19 +166,15 @@ _QUALIFIER = (
 
 
 def _missing_qualifier(error: str) -> str | None:
-    for pattern in _QUALIFIER:
-        match = pattern.search(error)
-        if match:
-            return match.group(1)
-    return None
+    return _first_group(_QUALIFIER, error)
 
 
 def _missing_column(error: str) -> str | None:
-    for pattern in _MISSING_COLUMN:
-        match = pattern.search(error)
-        if match:
-            return match.group(1)
-    return None
+    return _first_group(_MISSING_COLUMN, error)
+
+
+def _first_group(patterns: tuple[re.Pattern[str], ...], error: str) -> str | None:
+    return next((m.group(1) for m in (p.search(error) for p in patterns) if m), None)
 
 
 def _tables_in(sql: str, dialect: str) -> list[tuple[str, str]]:
