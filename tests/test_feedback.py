@@ -118,6 +118,13 @@ REQUALIFY_CASES = [
     ("SELECT T1.Name FROM concert AS T1", None),
     # Two tables have it (stadium and singer both have Name): no single repair.
     ("SELECT T3.Name FROM singer AS T1 JOIN stadium AS T2 ON 1 = 1 JOIN concert AS T3 ON 1 = 1", None),
+    # In a join condition, the column a foreign key pairs with the other side.
+    ("SELECT T1.Name FROM singer AS T1 JOIN singer_in_concert AS T2 ON T2.Name = T1.Singer_ID",
+     "SELECT T1.Name FROM singer AS T1 JOIN singer_in_concert AS T2 ON T2.Singer_ID = T1.Singer_ID"),
+    # ... and nothing when no key pairs them (the owner's column would join T2 with itself).
+    ("SELECT T1.Name FROM singer AS T1 JOIN singer_in_concert AS T2 ON T1.concert_ID = T2.concert_ID", None),
+    # A repair that would compare a column with itself is no repair.
+    ("SELECT T1.Name FROM singer AS T1, singer_in_concert AS T2 WHERE T1.concert_ID = T2.concert_ID", None),
     # Not qualified: nothing to requalify.
     ("SELECT Theme FROM singer", None),
 ]

@@ -71,12 +71,14 @@ def requalified(sql: str, error: str, schema: Schema) -> str | None:
     The most common error of the 1.5B model on joins is a right column under the wrong table's
     name (`T2.Cylinders` for T1's column); told so, it repeats the query more often than not
     (Spider car_1: the revision of `car_makers.CountryId`, with the feedback naming
-    `countries.CountryId`, was the same query). When exactly one table of the same SELECT has
-    the column, the fix is mechanical: every `q.column` becomes `owner.column`. Anything else
-    (no owner joined, two owners, a column without a qualifier) is left to the model.
+    `countries.CountryId`, was the same query). Two repairs are mechanical:
+    - in a join condition `q.c = r.d`, the column of q's table that a foreign key pairs with
+      r.d (car_1's `A.MakeId = B.MakeId` is `A.Id = B.MakeId`);
+    - elsewhere, when exactly one table of the same SELECT has the column, `owner.c`.
+    Anything else (no owner, two owners, a join on columns no key pairs, a column without a
+    qualifier) is left to the model.
     """
-    missing = _missing_column(error)
-    qualifier = _missing_qualifier(error)
+    missing, qualifier = _missing_column(error), _missing_qualifier(error)
     if not missing or not qualifier:
         return None
     try:
@@ -89,13 +91,48 @@ def requalified(sql: str, error: str, schema: Schema) -> str | None:
         return None
     for column in wrong:
         scope = column.find_ancestor(exp.Select)
-        owners = {(t.alias or t.name) for t in tree.find_all(exp.Table)
-                  if t.find_ancestor(exp.Select) is scope and (real := schema.table(t.name)) is not None
-                  and real.column(missing) is not None}
+        written = {(t.alias or t.name).lower(): t.alias or t.name for t in tree.find_all(exp.Table)}
+        tables = {(t.alias or t.name).lower(): real for t in tree.find_all(exp.Table)
+                  if t.find_ancestor(exp.Select) is scope and (real := schema.table(t.name)) is not None}
+        if column.find_ancestor(exp.Join) is not None:
+            key = _join_key(column, tables)
+            if key is None:
+                return None
+            column.set("this", exp.to_identifier(key))
+            continue
+        owners = [ref for ref, table in tables.items() if table.column(missing) is not None]
         if len(owners) != 1:
             return None
-        column.set("table", exp.to_identifier(owners.pop()))
+        column.set("table", exp.to_identifier(written[owners[0]]))
+    # A column compared with itself is a repair that changed the query's meaning.
+    if any(isinstance(eq.left, exp.Column) and eq.left == eq.right for eq in tree.find_all(exp.EQ)):
+        return None
     return tree.sql(dialect=schema.dialect)
+
+
+def _join_key(column: exp.Column, tables: dict[str, Any]) -> str | None:
+    """In a join condition `q.c = r.d`, the column of q's table a foreign key pairs with r.d."""
+    equality = column.parent
+    if not isinstance(equality, exp.EQ):
+        return None
+    other = equality.right if equality.left is column else equality.left
+    if not isinstance(other, exp.Column) or not other.table:
+        return None
+    mine, theirs = tables.get(column.table.lower()), tables.get(other.table.lower())
+    if mine is None or theirs is None or mine is theirs:
+        return None
+    wanted = other.name.lower()
+    for fk in mine.foreign_keys:
+        if fk.ref_table.lower() == theirs.name.lower():
+            for own, ref in zip(fk.columns, fk.ref_columns):
+                if ref.lower() == wanted:
+                    return own
+    for fk in theirs.foreign_keys:
+        if fk.ref_table.lower() == mine.name.lower():
+            for own, ref in zip(fk.columns, fk.ref_columns):
+                if own.lower() == wanted:
+                    return ref
+    return None
 
 
 def _foreign_key_joins(known: list[tuple[str, Any]]) -> list[str]:
