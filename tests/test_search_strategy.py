@@ -339,3 +339,19 @@ def test_the_root_samples_direct_generations_before_reasoning(concert) -> None:
     llm = Scripted(understand="{}", sql_generation=sql(FRANCE))
     run(concert, "Which singers are from France?", llm, rollouts=6, early_stop=3, discriminator=False)
     assert llm.stages() == ["sql_generation", "sql_generation", "sql_generation"]
+
+
+@pytest.mark.parametrize(("reasoning_vote", "winner"), [(0.5, "France"), (1.0, "AVG(Age)")])
+def test_trajectories_through_reasoning_actions_vote_with_less_weight(concert, reasoning_vote, winner) -> None:
+    # Two direct samples agree on one query, three trajectories through reasoning actions on
+    # another: counted alike, the three win; at half a vote each (1.5 against 2), the samples.
+    llm = Scripted(understand="{}", schema_selection='{"tables": ["singer"]}',
+                   identify_columns='{"columns": []}',
+                   sql_generation=[sql(FRANCE), sql(FRANCE), sql(OLDER), sql(OLDER), sql(OLDER)])
+    answer = run(concert, "Which singers are from France?", llm, rollouts=5, early_stop=0, depth=3,
+                 actions="schema_selection+identify_columns", root_samples=2, discriminator=False,
+                 reasoning_vote=reasoning_vote)
+    candidates = answer.grounds["candidates"]
+    assert sorted((c["trajectories"], c["votes"]) for c in candidates) == sorted(
+        [(2, 2.0), (3, 3 * reasoning_vote)])
+    assert winner in answer.sql

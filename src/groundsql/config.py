@@ -152,6 +152,8 @@ class SearchConfig(_Frozen):
     discriminator: bool = True  # mask-and-complete check of the leading candidates
     discriminated: int = Field(2, ge=1, le=8)  # how many leading candidates are checked
     weights: tuple[float, float, float] = (0.4, 0.2, 0.4)  # Exec, DiscConf, ConsVote
+    # A trajectory through reasoning actions votes with this weight, a direct sample with 1.
+    reasoning_vote: float = Field(0.5, ge=0.0, le=1.0)
     early_stop: int = Field(3, ge=0)  # stop when this many trajectories agree (0: never)
     max_calls: int = Field(12, ge=1, le=200)  # a hard cap per question
     compression_settings: CompressionConfig = CompressionConfig()

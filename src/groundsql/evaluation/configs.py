@@ -36,7 +36,7 @@ _STRATEGY_KEYS = {  # `k` and `temperature` mean the strategy's own
         "pack")},
     "search": {key: f"search.{key}" for key in (
         "understanding", "compression", "actions", "rollouts", "root_samples", "exploration", "depth",
-        "temperature", "probe_variants", "discriminator", "early_stop", "max_calls")},
+        "temperature", "probe_variants", "discriminator", "reasoning_vote", "early_stop", "max_calls")},
 }
 
 
