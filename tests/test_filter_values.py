@@ -6,7 +6,8 @@ import pytest
 
 from groundsql.config import SafetyConfig
 from groundsql.db import Database
-from groundsql.grounding.values import looks_empty, missing_filter_values, unmentioned_filter_values
+from groundsql.grounding.values import (doubled_filter_values, looks_empty, missing_filter_values,
+                                        unmentioned_filter_values)
 from tests.conftest import BENCHMARKS, shared_file, spider_db
 
 # (query, what the check reports: "table.column op literal" of each missing value, closest first)
@@ -112,3 +113,28 @@ def test_a_missing_value_is_shown_where_it_is() -> None:
             "; '%europ%' matches values of continents.Continent")
         # A value no column holds gets the closest values alone.
         assert " is a value of " not in told("SELECT * FROM car_makers WHERE Maker = 'narnia'")[0]
+
+
+# (question, query, the text values it requires of several columns at once that the question says once)
+DOUBLED = [
+    ("Give the flight numbers of flights leaving from APG.",
+     "SELECT FlightNo FROM flights WHERE SourceAirport = 'APG' AND DestAirport = 'APG'", ["APG"]),
+    ("How many 'United Airlines' flights go to Airport 'ASY'?",
+     "SELECT COUNT(*) FROM flights AS T1 JOIN airlines AS T2 ON T1.Airline = T2.uid "
+     "WHERE T1.SourceAirport = 'ASY' AND T1.DestAirport = 'ASY' AND T2.Airline = 'United Airlines'", ["ASY"]),
+    ("Give the flight numbers of flights leaving from APG.",
+     "SELECT FlightNo FROM flights WHERE SourceAirport = 'APG'", []),
+    # Either column (an OR), or a question that names the value twice: not doubled.
+    ("Which flights leave from or land at APG?",
+     "SELECT FlightNo FROM flights WHERE SourceAirport = 'APG' OR DestAirport = 'APG'", []),
+    ("Which flights go from APG back to APG?",
+     "SELECT FlightNo FROM flights WHERE SourceAirport = 'APG' AND DestAirport = 'APG'", []),
+    # Numbers are not text values.
+    ("Which flights have number 28?", "SELECT * FROM flights WHERE FlightNo = 28 AND Airline = 28", []),
+]
+
+
+@pytest.mark.parametrize("question, sql, expected", DOUBLED, ids=[c[0][:40] for c in DOUBLED])
+def test_doubled_filter_values(question: str, sql: str, expected: list[str]) -> None:
+    with Database(f"sqlite:///{spider_db('flight_2')}") as flights:
+        assert doubled_filter_values(sql, question, flights.introspect(), "sqlite") == expected

@@ -355,3 +355,14 @@ def test_trajectories_through_reasoning_actions_vote_with_less_weight(concert, r
     assert sorted((c["trajectories"], c["votes"]) for c in candidates) == sorted(
         [(2, 2.0), (3, 3 * reasoning_vote)])
     assert winner in answer.sql
+
+
+def test_a_value_required_of_two_columns_is_revised_with_every_problem_told(concert) -> None:
+    doubled = "SELECT Name FROM singer WHERE Country = 'France' AND Name = 'France'"
+    llm = Scripted(understand="{}", sql_generation=sql(doubled), sql_revision=sql(FRANCE))
+    answer = run(concert, "Which singers are from France?", llm, rollouts=1, early_stop=0,
+                 discriminator=False, actions="sql_revision")
+    told = next(r for r in llm.requests if stage_of(r) == "sql_revision").messages[-1].content
+    # The empty result's cause (no singer is named France) and the doubled filter, both.
+    assert "not in the data" in told and "'France' of more than one column" in told
+    assert answer.sql.startswith(FRANCE)

@@ -29,8 +29,8 @@ from typing import Any
 from groundsql.config import SearchConfig
 from groundsql.errors import DatabaseError, LLMError, UnsafeSQLError
 from groundsql.grounding.entities import names_a_value
-from groundsql.grounding.values import (check_value, has_values, looks_empty, missing_filter_values,
-                                        missing_values_text, unmentioned_filter_values)
+from groundsql.grounding.values import (check_value, doubled_filter_values, has_values, looks_empty,
+                                        missing_filter_values, missing_values_text, unmentioned_filter_values)
 from groundsql.llm import ChatRequest, Message
 from groundsql.prompts import load_prompt
 from groundsql.schema import Schema
@@ -388,6 +388,16 @@ class SearchEnvironment:
                 error = (f"It filters on {shown}, which the question does not mention and no row holds: "
                          "drop that filter, or filter on a value the question names.")
                 record["invented"] = invented
+        # Told apart from the other problems: an empty result from a value not in the data
+        # often comes with it, and the revision should mend both.
+        doubled = doubled_filter_values(checked.sql, self.problem.question, self.problem.schema,
+                                        self.ctx.db.dialect)
+        if doubled:
+            shown = ", ".join(f"'{v}'" for v in doubled)
+            also = (f"It requires {shown} of more than one column, but the question names it once: "
+                    "keep only the filter the question asks for.")
+            error = f"{error}\n{also}" if error else also
+            record["doubled"] = doubled
         note = error or ""
         return replace(state, steps=(*state.steps, replace(step, note=note)), sql=checked.sql,
                        error=error, ran=True, revised=revised)
