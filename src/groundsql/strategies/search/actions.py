@@ -15,8 +15,9 @@ start by writing SQL do without it (see `messages`).
                        closest real values when it is not there (grounding/values.py)
     sql_generation     the model writes the query; it runs (validator, read-only connection)
     sql_revision       after an error, an empty result caused by a value not in the data, a
-                       comparison with a number the question does not state (guessed), or a
-                       filter on a text value neither the question nor the data has (invented)
+                       comparison with a number the question does not state (guessed), a
+                       filter on a text value neither the question nor the data has (invented),
+                       or a value required of two columns that the question names once (doubled)
 """
 
 from __future__ import annotations
