@@ -336,6 +336,10 @@ SQL_CONSTANTS = [
     ("an outside temperature of 68 °F, the maker with ID 7 and the top 3",
      ["outside_temperature = 68 °F = 20 °C"]),
     ("a price of $30,000 and a fleet of 500 of these models", ["price = 30000 USD", "fleet = 500"]),
+    # Calendar periods count periods: kept as written (in seconds they were multiplied into a
+    # yearly cost); hours and minutes are still durations in seconds.
+    ("an annual maintenance cost of $2,000,000 over a maintenance period of 100 years, 30 days and 1 hour",
+     ["annual_maintenance_cost = 2e+06 USD", "maintenance_period = 100 year", "30 day", "1 h = 3600 s"]),
 ]
 
 

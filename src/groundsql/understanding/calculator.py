@@ -163,7 +163,7 @@ def _constant_line(name: str, q: Quantity, rules: RuleBase) -> str | None:
 def _in_display_unit(q: Quantity, rules: RuleBase) -> CalcResult | None:
     """`q` in the unit the rule base computes its kind in; None when it is in it already."""
     kind = rules.kind_of(q.unit) if q.unit else None
-    display = rules.quantities[kind].display if kind else None
+    display = rules.quantities[kind].display if kind and rules.quantities[kind].convert else None
     if not display or rules.parse_unit(display) == rules.parse_unit(q.unit):
         return None
     return CalcResult(q.value, q.unit, q.dimensionality, rules).to(display)
@@ -389,7 +389,7 @@ def _number(value: float) -> str:
 
 
 # pint's abbreviations where people write something else ("l", "turn / min", "m·N").
-_SYMBOL_TOKENS = {"l": "L", "hkm": "100km", "turn": "rev"}
+_SYMBOL_TOKENS = {"l": "L", "hkm": "100km", "turn": "rev", "a": "year", "d": "day"}  # pint: annum, day
 _SYMBOL_WHOLE = {"rev/min": "rpm", "m·N": "N·m", "m·kN": "kN·m"}
 
 

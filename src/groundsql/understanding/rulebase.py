@@ -55,6 +55,9 @@ class Settings(_Strict):
 class NamedQuantity(_Strict):
     dimension: str
     display: str
+    # False: a number of this kind is computed with as written, not in `display` (a number
+    # of years is a count of periods: 100 years of a yearly cost is 100, not 3.16e9 s).
+    convert: bool = True
     units: tuple[str, ...] = ()
     words: tuple[str, ...] = ()
 
