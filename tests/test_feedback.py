@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from groundsql.db import Database
-from groundsql.strategies.feedback import error_feedback, requalified
+from groundsql.strategies.feedback import error_feedback, powered, requalified
 
 
 def sqlite_error(path: Path, sql: str) -> str:
@@ -139,3 +139,23 @@ def test_a_misqualified_column_is_requalified_when_one_table_has_it(
     if fixed is not None:
         with Database(f"sqlite:///{concert_singer}") as db:
             db.execute(fixed)  # the repair runs
+
+
+# (query as written, after the repair; None: left to the model): ^ is no operator in SQLite.
+POWERED_CASES = [
+    ("SELECT (Age * (1 + 0.015)) ^ 5 AS grown FROM singer", "SELECT POWER((Age * (1 + 0.015)), 5) AS grown FROM singer"),
+    ("SELECT Age ^ 2 FROM singer", "SELECT POWER(Age, 2) FROM singer"),
+    # Here the parser's precedence (a * b, then ^) is not what the model meant: left alone.
+    ("SELECT 0.5 * Age ^ 2 FROM singer", None),
+]
+
+
+@pytest.mark.parametrize(("written", "repaired"), POWERED_CASES)
+def test_a_power_written_with_a_caret_is_written_with_power(concert_singer: Path, written: str,
+                                                            repaired: str | None) -> None:
+    schema = Database(f"sqlite:///{concert_singer}").introspect()
+    error = sqlite_error(concert_singer, written)
+    assert powered(written, error, schema) == repaired
+    if repaired is not None:
+        with Database(f"sqlite:///{concert_singer}") as db:
+            db.execute(repaired)

@@ -177,9 +177,11 @@ def test_the_calculator_does_the_arithmetic_and_its_results_reach_the_sql_turn(c
     after = [r for r in llm.requests if "Calculator results" in r.messages[-1].content]
     assert after and "fuel_left = fuel_tank_capacity * 0.15 = 9 L" in after[0].messages[-1].content
     assert "bad = __import__(1): not computed" in after[0].messages[-1].content
-    # The numbers were extracted without the model, and a relation whose units disagree reported.
-    system_turn = llm.requests[0].messages[1].content
-    assert "highway_fuel_consumption = 6.5 L/100km" in system_turn
+    # The numbers were extracted without the model and named for the reasoning trajectories;
+    # the direct sample was not shown them (it reads columns, as zero-shot does).
+    assert "highway_fuel_consumption = 6.5 L/100km" not in llm.requests[0].messages[1].content
+    assert "highway_fuel_consumption = 6.5 L/100km" in llm.requests[-1].messages[1].content
+    # ... and a relation whose units disagree is reported.
     unit_check = [m.content for m in llm.requests[-1].messages if m.content.startswith("Unit check")]
     assert unit_check and "dropped energy = fuel_tank_capacity * highway_fuel_consumption" in unit_check[0]
     state = llm.requests[-1].messages[2]  # the semantic state as every later turn sees it

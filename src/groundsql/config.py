@@ -76,8 +76,8 @@ class GenerationConfig(_Frozen):
     schema_format: Literal["m-schema", "ddl"] = "m-schema"
     with_examples: bool = True  # example values in the schema
     reflection_retries: int = Field(1, ge=0, le=5)
-    # A failed query whose column is under the wrong table's name, and which exactly one
-    # table of its SELECT has, is requalified and run again, without a model call.
+    # A failed query is mended without a model call where the fix is mechanical (a column
+    # under the wrong table's name, x ^ n on SQLite) and run again: strategies/feedback.py.
     repair: bool = True
 
 

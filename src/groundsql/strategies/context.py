@@ -20,7 +20,7 @@ from groundsql.retrieval import Example, QueryBank
 from groundsql.safety import ValidatedSQL, run_validated
 from groundsql.schema import Schema, render_schema
 from groundsql.strategies.answer import Answer, Trace
-from groundsql.strategies.feedback import error_feedback, requalified
+from groundsql.strategies.feedback import error_feedback, repaired
 
 _MOST_REPAIRS = 3  # one per misqualified column; a query with more is the model's to rewrite
 
@@ -53,25 +53,25 @@ class Context:
 
     def run_sql(self, sql: str, record: dict[str, Any] | None = None) -> tuple[ValidatedSQL, QueryResult]:
         """Validate and run model-written SQL. With `record` (a trace step) and repair on, a
-        misqualified column is requalified and the query run again (feedback.requalified),
-        and the step lists the queries so repaired. When no repair runs, the error of the
+        misqualified column is requalified, or a ^ written as POWER, and the query run again
+        (feedback.repaired), and the step lists the queries so repaired. When no repair runs, the error of the
         query as written is raised: its feedback is about what the model wrote."""
         most = _MOST_REPAIRS if record is not None and self.settings.generation.repair else 0
-        repaired: list[str] = []
+        mended: list[str] = []
         first: DatabaseError | None = None
         while True:
             try:
                 outcome = run_validated(self.db, sql, self.settings.safety)
             except DatabaseError as err:
                 first = first or err
-                fixed = requalified(sql, str(err), self.schema) if len(repaired) < most else None
+                fixed = repaired(sql, str(err), self.schema) if len(mended) < most else None
                 if fixed is None or fixed == sql:
                     raise first from None
-                repaired.append(sql)
+                mended.append(sql)
                 sql = fixed
                 continue
-            if repaired and record is not None:
-                record["repaired"] = repaired
+            if mended and record is not None:
+                record["repaired"] = mended
             return outcome
 
 

@@ -65,6 +65,30 @@ def error_feedback(sql: str, error: str, schema: Schema) -> str:
     return "\n".join(lines)
 
 
+def repaired(sql: str, error: str, schema: Schema) -> str | None:
+    """`sql` mended without the model after `error`, or None: the first repair that applies."""
+    return next((fixed for repair in _REPAIRS if (fixed := repair(sql, error, schema)) is not None), None)
+
+
+def powered(sql: str, error: str, schema: Schema) -> str | None:
+    """`x ^ n` written as `POWER(x, n)` where the database has no ^ operator (SQLite): the 1.5B
+    model writes ^ for a power and, told to write POWER, repeats it (LogicCat). Only where
+    both sides are one term (`(1 + r) ^ 5`, `v ^ 2`): in `a * b ^ 2` the parser's precedence
+    is not the model's, and that is left to the model."""
+    if '"^"' not in error or schema.dialect != "sqlite":
+        return None
+    try:
+        tree = sqlglot.parse_one(sql, read=schema.dialect)
+    except sqlglot.errors.SqlglotError:
+        return None
+    xors = list(tree.find_all(exp.BitwiseXor))
+    if not xors or any(isinstance(side, exp.Binary) for x in xors for side in (x.this, x.expression)):
+        return None
+    for xor in xors:
+        xor.replace(exp.Pow(this=xor.this, expression=xor.expression))
+    return tree.sql(dialect=schema.dialect)
+
+
 def requalified(sql: str, error: str, schema: Schema) -> str | None:
     """`sql` with a misqualified column repaired, or None when there is no single repair.
 
@@ -230,3 +254,6 @@ def _tables_in(sql: str, dialect: str) -> list[tuple[str, str]]:
         if entry not in seen:
             seen.append(entry)
     return seen
+
+
+_REPAIRS = (requalified, powered)

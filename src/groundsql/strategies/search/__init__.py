@@ -132,12 +132,23 @@ def _understand(ctx: Context, question: str, compressed: CompressedSchema, confi
         facts.append("Values of the question found in the data:\n"
                      + "\n".join(f"- {v}" for v in compressed.values))
     gen = ctx.settings.generation
-    system, user = load_prompt("search_system").render(
-        dialect=ctx.dialect_label,
-        schema=render_schema(compressed.schema, "m-schema", with_examples=gen.with_examples),
-        question=question.strip(), facts="\n".join(facts) + ("\n" if facts else ""))
+    schema_text = render_schema(compressed.schema, "m-schema", with_examples=gen.with_examples)
+
+    def turns(shown: list[str]) -> tuple[Message, Message]:
+        return load_prompt("search_system").render(  # type: ignore[return-value]
+            dialect=ctx.dialect_label, schema=schema_text, question=question.strip(),
+            facts="\n".join(shown) + ("\n" if shown else ""))
+
+    system, user = turns(facts)
     content, instruction = user.content.rsplit("\nDescribe the question as JSON", 1)
-    direct = (system, Message(role="user", content=content))
+    informed = (system, Message(role="user", content=content))
+    # The direct samples see the question, the schema and the values found in the data, not
+    # the numbers named for formulas: named, the 1.5B model computed with the question's
+    # copies of stored values (`67054745 * ...`) where the columns were meant, and zero-shot,
+    # which is not shown them, read the columns (LogicCat, 40 questions: 3 of 22 against 1 of
+    # 40). The calculator's numbers serve the reasoning trajectories (equation analysis).
+    direct = (system, Message(role="user", content=turns(facts[1:] if lines else facts)[1].content
+                              .rsplit("\nDescribe the question as JSON", 1)[0]))
 
     def understand() -> tuple[Message, ...]:
         """The semantic state: one structured call, asked when a trajectory first needs it."""
@@ -169,7 +180,7 @@ def _understand(ctx: Context, question: str, compressed: CompressedSchema, confi
 
     # Without the semantic state (the ablation) every trajectory starts from the direct prefix.
     return Problem(question, compressed.schema, direct, constants, ctx.dialect_label,
-                   understand=understand if config.understanding else None)
+                   understand=understand if config.understanding else None, informed=informed)
 
 
 # -- reward and early stop -------------------------------------------------------------------

@@ -60,6 +60,9 @@ class Problem:
     # The semantic state, asked once when a trajectory first needs it (one call): the prefix
     # with the state's turns. None: no state (the ablation).
     understand: Callable[[], tuple[Message, ...]] | None = None
+    # The prefix with the question's numbers named for formulas (the reasoning trajectories'
+    # without the semantic state); None: the same as `prefix`.
+    informed: tuple[Message, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -188,8 +191,11 @@ class SearchEnvironment:
         # made 3 of 5 trajectories count that table), so the vote could not outvote them. The
         # direct samples stay independent, as self-consistency's are; the reasoning actions'
         # trajectories build on the state.
-        direct = self._direct(state, action) or self.stated is None
-        turns: list[Message] = list(self.problem.prefix if direct else self.stated)
+        if self._direct(state, action):
+            start = self.problem.prefix
+        else:
+            start = self.stated or self.problem.informed or self.problem.prefix
+        turns: list[Message] = list(start)
         for s in state.steps:
             turns += [Message(role="user", content=s.prompt), Message(role="assistant", content=s.reply)]
         turns.append(Message(role="user", content=prompt))
