@@ -114,6 +114,9 @@ def _compress(ctx: Context, question: str, config: SearchConfig, trace: Trace) -
     return compressed
 
 
+_STATE_REQUEST = "\nDescribe the question as JSON"  # where search_system's request for the state starts
+
+
 def _understand(ctx: Context, question: str, compressed: CompressedSchema, config: SearchConfig,
                 trace: Trace) -> Problem:
     """The question's numbers (deterministic) and, when switched on, the model's semantic
@@ -139,16 +142,19 @@ def _understand(ctx: Context, question: str, compressed: CompressedSchema, confi
             dialect=ctx.dialect_label, schema=schema_text, question=question.strip(),
             facts="\n".join(shown) + ("\n" if shown else ""))
 
+    def question_turn(shown: list[str]) -> Message:
+        """The question turn without the semantic state's request (which ends the template)."""
+        return Message(role="user", content=turns(shown)[1].content.rsplit(_STATE_REQUEST, 1)[0])
+
     system, user = turns(facts)
-    content, instruction = user.content.rsplit("\nDescribe the question as JSON", 1)
-    informed = (system, Message(role="user", content=content))
+    instruction = user.content.rsplit(_STATE_REQUEST, 1)[1]
+    informed = (system, question_turn(facts))
     # The direct samples see the question, the schema and the values found in the data, not
     # the numbers named for formulas: named, the 1.5B model computed with the question's
     # copies of stored values (`67054745 * ...`) where the columns were meant, and zero-shot,
     # which is not shown them, read the columns (LogicCat, 40 questions: 3 of 22 against 1 of
     # 40). The calculator's numbers serve the reasoning trajectories (equation analysis).
-    direct = (system, Message(role="user", content=turns(facts[1:] if lines else facts)[1].content
-                              .rsplit("\nDescribe the question as JSON", 1)[0]))
+    direct = (system, question_turn(facts[1:] if lines else facts))
 
     def understand() -> tuple[Message, ...]:
         """The semantic state: one structured call, asked when a trajectory first needs it."""

@@ -87,6 +87,11 @@ class Trajectory:
     def taken(self) -> set[str]:
         return {s.action for s in self.steps}
 
+    @property
+    def direct(self) -> bool:
+        """A direct sample: its first step wrote SQL (no reasoning action before it)."""
+        return not self.steps or self.steps[0].action == "sql_generation"
+
 
 @dataclass
 class SearchEnvironment:
@@ -226,7 +231,7 @@ class SearchEnvironment:
     @staticmethod
     def _direct(state: Trajectory, action: str) -> bool:
         """Whether the trajectory starts by writing SQL (it does without the semantic state)."""
-        return (state.steps[0].action if state.steps else action) == "sql_generation"
+        return state.direct if state.steps else action == "sql_generation"
 
     def _ask(self, state: Trajectory, action: str, prompt: str, *, output: dict | None, step: dict) -> str:
         llm = self.ctx.settings.llm

@@ -12,8 +12,8 @@ a vacuous one); ConsVote is the candidate's share of the votes: one per direct s
 `reasoning_vote` (0.5) per trajectory that went through reasoning actions (with the 1.5B model
 on Spider those are right about half as often as direct samples: 14-30 % against 48 %, and a
 plain count let their shared mistakes outvote the samples), the discriminator's completions
-among them (each votes for the candidate whose result it gives); DiscConf is the discriminator's verdict: the candidate's trajectory is masked
-from a random step and completed again by the same model with other sampling; 1 when the
+among them (each votes for the candidate whose result it gives); DiscConf is the
+discriminator's verdict: the candidate's trajectory is masked from a random step and completed again by the same model with other sampling; 1 when the
 completion gives the candidate's result, else 0. Only the leading candidates are checked (none
 when the trajectories all agree, or when the leader's score without a check beats every rival's
 with a confirmation), and an unchecked candidate has no confirmation, 0:
@@ -49,7 +49,7 @@ def select_candidate(candidates: list[Candidate], env: SearchEnvironment, probe:
         key = ("alone", c.trajectory.sql) if c.signature is None or c.vacuous else c.signature
         groups.setdefault(key, []).append(c)
     def weight(trajectory: Trajectory) -> float:
-        return 1.0 if _direct(trajectory) else config.reasoning_vote
+        return 1.0 if trajectory.direct else config.reasoning_vote
 
     weights = {id(g): sum(weight(c.trajectory) for c in g) for g in groups.values()}
     ordered = sorted(groups.values(), key=lambda g: (-weights[id(g)], -len(g), -_exec(g), candidates.index(g[0])))
@@ -87,11 +87,6 @@ def _decided(ordered: list[list[Candidate]], base: dict[int, float], beta: float
     the check is at least every other's with a full check (a tie goes to the first)."""
     leader, *rest = ordered
     return all(base[id(leader)] + 1e-9 >= base[id(g)] + beta for g in rest)
-
-
-def _direct(trajectory: Trajectory) -> bool:
-    """A direct sample: its first step wrote SQL (no reasoning action before it)."""
-    return not trajectory.steps or trajectory.steps[0].action == "sql_generation"
 
 
 def _exec(group: list[Candidate]) -> float:
