@@ -137,8 +137,11 @@ def doubled_filter_values(sql: str, question: str, schema: Schema, dialect: str)
         if isinstance(literal, str) and _number(literal) is None and literal.strip():
             columns.setdefault(literal, set()).add((table, name))
     said = question.casefold()
-    return [literal for literal, where in columns.items()
-            if len(where) > 1 and len(re.findall(rf"(?<!\w){re.escape(literal.strip().casefold())}(?!\w)", said)) < len(where)]
+
+    def said_times(literal: str) -> int:
+        return len(re.findall(rf"(?<!\w){re.escape(literal.strip().casefold())}(?!\w)", said))
+
+    return [literal for literal, where in columns.items() if len(where) > 1 and said_times(literal) < len(where)]
 
 
 def _mentioned(value: str, said: str) -> bool:

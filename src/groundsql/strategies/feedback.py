@@ -113,9 +113,9 @@ def requalified(sql: str, error: str, schema: Schema) -> str | None:
              if c.name.lower() == missing.lower() and c.table.lower() == qualifier.lower()]
     if not wrong:
         return None
+    written = {(t.alias or t.name).lower(): t.alias or t.name for t in tree.find_all(exp.Table)}
     for column in wrong:
         scope = column.find_ancestor(exp.Select)
-        written = {(t.alias or t.name).lower(): t.alias or t.name for t in tree.find_all(exp.Table)}
         tables = {(t.alias or t.name).lower(): real for t in tree.find_all(exp.Table)
                   if t.find_ancestor(exp.Select) is scope and (real := schema.table(t.name)) is not None}
         if column.find_ancestor(exp.Join) is not None:
