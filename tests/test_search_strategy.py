@@ -318,6 +318,20 @@ def test_a_constant_named_like_a_column_is_bound_to_its_number(car) -> None:
     assert sorted(generation.detail["bound"]) == ["air_density", "frontal_area"]
 
 
+@pytest.mark.parametrize("written, key, told", [
+    ("SELECT maximum_rpm * 2 FROM engine_specs WHERE Car_ID = 5", "bound", ["maximum_rpm"]),  # by name
+    ("SELECT 10000 * 2 FROM engine_specs WHERE Car_ID = 5", "read", ["Max_RPM"]),  # the copy
+])
+def test_a_number_the_data_stores_is_read_from_its_column(car, written: str, key: str, told: list) -> None:
+    # "a maximum RPM of 10000" restates engine_specs.Max_RPM: the query reads the column.
+    llm = Scripted(understand="{}", sql_generation=sql(written))
+    answer = run(car, "If the engine with Car_ID 5 has a maximum RPM of 10000, what is twice it?", llm,
+                 rollouts=1, early_stop=0, discriminator=False, actions="sql_revision")
+    assert answer.ok and answer.sql.startswith("SELECT Max_RPM * 2 FROM engine_specs WHERE Car_ID = 5")
+    generation = next(s for s in answer.steps if s.name == "sql_generation")
+    assert generation.detail[key] == told
+
+
 def test_on_a_database_with_rows_finding_nothing_alike_is_agreement(concert) -> None:
     # Spider's pets_1: no student keeps both a cat and a dog, and the variants rarely plant one
     # who does; the right queries agree on the empty answer, and that agreement counts.

@@ -25,6 +25,7 @@ from groundsql.understanding import (
     evaluate,
     extract_quantities,
     named_constants,
+    read_stored,
     semantic_state,
     sql_constants,
     sql_value,
@@ -553,6 +554,8 @@ STORED_SCHEMA = Schema("sqlite", (
                      Column("Load_Capacity", "REAL"), Column("Height_Meters", "REAL"))),
     Table("mill", (Column("Name", "TEXT"), Column("Blade_Length", "REAL"), Column("Height_Meters", "REAL"))),
     Table("cars", (Column("Model", "TEXT"), Column("Cargo_Capacity", "REAL"), Column("Weight", "REAL"))),
+    Table("aircraft", (Column("Total_Disk_Area", "REAL"), Column("Max_Disk_Loading", "REAL"))),
+    Table("makers", (Column("R&D_Spending", "REAL"),)),
 ))
 
 STORED = [
@@ -564,6 +567,10 @@ STORED = [
     ("a car model of $30,000", []),  # Model holds text
     ("a wind speed of 10 m/s", []),  # no column says wind speed
     ("a length of 20 kilograms", []),  # Length_Meters spells a length unit
+    ("a total rotor disc area of 46.2 square meters", ["aircraft.Total_Disk_Area"]),  # disc = disk
+    ("a maximum rotor disc loading of 14 kilograms per square meter", ["aircraft.Max_Disk_Loading"]),
+    ("If the cargo capacity of a Corolla is increased to 900L", []),  # a supposed value, not a row's
+    ("if its blade length grows by 2 meters", []),
 ]
 
 
@@ -628,6 +635,48 @@ BINDING = [
     ("SELECT Model FROM cars WHERE big = 4000000 AND frontal_area = air_density", None),
     ("SELECT Model FROM cars WHERE Weight > frontal_area * 10", "SELECT Model FROM cars WHERE Weight > 2.5 * 10"),
 ]
+
+
+# A constant the data stores is bound to its column when the query reads that column's table.
+BIND_STORED = {"rotor_blade_length": ["mill.Blade_Length"], "weight": ["cars.Weight"],
+               "air_density": ["mill.Blade_Length"], "rd_spending": ["makers.R&D_Spending"]}
+BINDING_STORED = [
+    ("SELECT rotor_blade_length * 2 FROM mill WHERE Name = 'X'", "SELECT Blade_Length * 2 FROM mill WHERE Name = 'X'"),
+    ("SELECT m.Name FROM mill AS m JOIN cars AS c ON c.Weight = m.Height_Meters WHERE rotor_blade_length > 3",
+     "SELECT m.Name FROM mill AS m JOIN cars AS c ON c.Weight = m.Height_Meters WHERE m.Blade_Length > 3"),
+    # the comparison left alone by the numbers' binding is the filter on the stored column
+    ("SELECT Model FROM cars WHERE big = 4000000 AND frontal_area = air_density", None),
+    ("SELECT Height_Meters * rotor_blade_length FROM bridge", "SELECT Height_Meters * 0 FROM bridge"),  # not read
+    ("SELECT rd_spending / 2 FROM makers", 'SELECT "R&D_Spending" / 2 FROM makers'),  # quoted
+]
+
+
+@pytest.mark.parametrize("sql, expected", BINDING_STORED, ids=[b[0][:40] for b in BINDING_STORED])
+def test_bind_stored_constants_to_their_columns(sql: str, expected: str | None) -> None:
+    bound, names = bind_constants(sql, {**BIND_VALUES, "rotor_blade_length": 0.0, "rd_spending": 1.0}, STORED_SCHEMA, "sqlite",
+                                  stored=BIND_STORED)
+    assert bound == (expected or sql) and bool(names) == (expected is not None)
+
+
+# The question's copies of a row's stored values, read from the row (read_stored).
+STATED = {14.0: ["mill.Blade_Length"], 2467.0: ["bridge.Length_Meters"]}
+READING = [
+    ("SELECT 2 * 3.14 * 14 FROM mill WHERE Name = 'X'", "SELECT 2 * 3.14 * Blade_Length FROM mill WHERE Name = 'X'"),
+    ("SELECT b.Name, 2467 / m.Height_Meters FROM bridge AS b, mill AS m",
+     "SELECT b.Name, b.Length_Meters / m.Height_Meters FROM bridge AS b CROSS JOIN mill AS m"),
+    ("SELECT Name FROM mill WHERE Blade_Length = 14", None),  # a filter selects the row
+    ("SELECT 14 * 2 FROM bridge", None),  # the storing table is not read
+    ("SELECT (SELECT 14 FROM mill) AS x FROM mill", None),  # a subquery's number is its own
+    ("SELECT '14' FROM mill", None),  # text
+    ("SELECT 15 FROM mill", None),
+    ("WITH x AS (SELECT 1) SELECT * FROM x UNION SELECT 14 FROM mill", None),  # not one SELECT
+]
+
+
+@pytest.mark.parametrize("sql, expected", READING, ids=[b[0][:40] for b in READING])
+def test_read_stored_values_from_their_columns(sql: str, expected: str | None) -> None:
+    read, columns = read_stored(sql, STATED, STORED_SCHEMA, "sqlite")
+    assert read == (expected or sql) and bool(columns) == (expected is not None)
 
 
 @pytest.mark.parametrize("sql, expected", BINDING, ids=[b[0][:40] for b in BINDING])

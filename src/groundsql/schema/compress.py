@@ -59,8 +59,12 @@ into onto per show list give find tell please many much more most less least som
 other others only just both either neither if but so such can could would should will shall may
 """.split())
 # Names abbreviate what questions spell out ("FlightNo" is asked as "flight number").
+# British spellings are read as American ones ("rotor disc area" is Total_Disk_Area).
 _ABBREVIATIONS = {"no": "number", "num": "number", "nbr": "number", "qty": "quantity",
-                  "amt": "amount", "dept": "department", "addr": "address", "desc": "description"}
+                  "amt": "amount", "dept": "department", "addr": "address", "desc": "description",
+                  "max": "maximum", "min": "minimum", "avg": "average", "disc": "disk",
+                  "metre": "meter", "litre": "liter", "colour": "color", "tyre": "tire",
+                  "centre": "center"}
 _EXACT_ONLY = 4  # strings this short (codes, "M", "USA") match exactly or not at all
 
 

@@ -8,6 +8,7 @@ unit-aware calculator, so the model never does arithmetic or unit conversion its
   fields.py      columns_for(quantity, schema): the columns that store a stated number
   unstated.py    unstated_numbers(sql, question): numbers a query compares with but nobody gave
   binding.py     bind_constants(sql, values, schema): constant names written as columns -> numbers
+                 read_stored(sql, stated, schema): the question's copies of stored values -> columns
   state.py       semantic_state(reply, request, question): the model's semantic state, less echoes
 """
 
@@ -22,7 +23,7 @@ from groundsql.understanding.calculator import (
     sql_constants,
     sql_value,
 )
-from groundsql.understanding.binding import bind_constants
+from groundsql.understanding.binding import bind_constants, read_stored
 from groundsql.understanding.fields import columns_for
 from groundsql.understanding.state import STATE_SCHEMA, semantic_state
 from groundsql.understanding.unstated import unstated_numbers
@@ -56,6 +57,7 @@ __all__ = [
     "evaluate",
     "extract_quantities",
     "named_constants",
+    "read_stored",
     "semantic_state",
     "sql_constants",
     "sql_value",

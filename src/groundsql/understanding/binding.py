@@ -9,12 +9,18 @@ of the constants' (case aside), becomes that number, as a query parameter would.
 is a real column, or an output alias of the query, is left alone; so is a reference through
 a subquery or a CTE, whose columns are not the schema's, and a comparison that would be left
 with no column (`curb_weight = 1` is a filter on a misnamed column, not arithmetic).
+
+A constant the data stores ("a total rotor disc area of 46.2 square meters" is the row's
+Total_Disk_Area, fields.py) is bound to that column instead, when its table is in the query:
+the question restates the row, and the query should read the row, not the copy; a comparison
+on it is then the filter the model meant.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 
 import sqlglot
 from sqlglot import exp
@@ -23,14 +29,18 @@ from groundsql.schema import Schema
 
 __all__ = ["bind_constants"]
 
+_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Between, exp.In)
 
 
-def bind_constants(sql: str, values: Mapping[str, float], schema: Schema,
-                   dialect: str) -> tuple[str, list[str]]:
-    """`sql` with each constant it names in place of a column replaced by its value, and the
-    names bound; `sql` unchanged (as written) when it binds nothing or does not parse."""
+def bind_constants(sql: str, values: Mapping[str, float], schema: Schema, dialect: str,
+                   stored: Mapping[str, Sequence[str]] | None = None) -> tuple[str, list[str]]:
+    """`sql` with each constant it names in place of a column replaced by its value, or by
+    the column that stores it (`stored`: constant name -> "table.column" names) when that
+    column's table is in the query; and the names bound; `sql` unchanged (as written) when it
+    binds nothing or does not parse."""
     wanted = {name.lower(): value for name, value in values.items() if math.isfinite(value)}
+    homes = {name.lower(): columns for name, columns in (stored or {}).items()}
     if not wanted:
         return sql, []
     try:
@@ -48,17 +58,35 @@ def bind_constants(sql: str, values: Mapping[str, float], schema: Schema,
                 if c.name.lower() in wanted and c.name.lower() not in aliases and _unknown(c, tables, derived)]
     bound: list[str] = []
     for column in bindable:
+        name = column.name.lower()
+        home = _home(homes.get(name, ()), tables)
+        if home is not None:
+            column.replace(home)
+            bound.append(column.name)
+            continue
         # `curb_weight = 1` meant a filter on a stored column the model misnamed: bound, it
         # would compare two numbers. A comparison with no real column is left to fail.
         comparison = column.find_ancestor(*_COMPARISONS)
         if comparison is not None and all(any(c is b for b in bindable) for c in comparison.find_all(exp.Column)):
             continue
-        name = column.name.lower()
         value = wanted[name]
         literal = exp.Literal.number(repr(abs(value)) if value != int(value) else int(abs(value)))
         column.replace(exp.Neg(this=literal) if value < 0 else literal)
         bound.append(column.name)
     return (tree.sql(dialect=dialect), bound) if bound else (sql, [])
+
+
+def _home(columns: Sequence[str], tables: dict) -> exp.Column | None:
+    """The first of the "table.column" names whose table the query reads, as a column of
+    the query (through the table's alias); None when the query reads none of them."""
+    for qualified in columns:
+        table_name, _, column_name = qualified.partition(".")
+        for alias, table in tables.items():
+            real = table.column(column_name) if table.name.lower() == table_name.lower() else None
+            if real is not None:
+                quoted = not _PLAIN.fullmatch(real.name)  # "R&D_Spending" needs quotes
+                return exp.column(real.name, table=alias if len(tables) > 1 else None, quoted=quoted)
+    return None
 
 
 def _unknown(column: exp.Column, tables: dict, derived: set[str]) -> bool:
@@ -70,3 +98,41 @@ def _unknown(column: exp.Column, tables: dict, derived: set[str]) -> bool:
     if derived:
         return False  # an unqualified name may be a subquery's output
     return all(t.column(column.name) is None for t in tables.values())
+
+
+def read_stored(sql: str, stated: Mapping[float, Sequence[str]], schema: Schema,
+                dialect: str) -> tuple[str, list[str]]:
+    """`sql` with each number of its SELECT list that the question states as a row's stored
+    value (`stated`: the number as written -> the "table.column" names that store it, see
+    fields.py) replaced by that column, when the query reads its table; and the columns
+    read. "The Robinson R-22 has a total rotor disc area of 46.2 square meters ... its lift?"
+    asks for the row's Total_Disk_Area, and `SELECT 46.2 * 14 ... WHERE Aircraft = 'Robinson
+    R-22'` answers with the question's copy, right only while the data says the same. Filters
+    (`WHERE Weight = 1500`) are left alone: there the number selects the row."""
+    if not stated:
+        return sql, []
+    try:
+        tree = sqlglot.parse_one(sql, read=dialect)
+    except sqlglot.errors.SqlglotError:
+        return sql, []
+    if not isinstance(tree, exp.Select):
+        return sql, []
+    tables = {}
+    for table in tree.find_all(exp.Table):
+        real = schema.table(table.name)
+        if real is not None:
+            tables[table.alias_or_name.lower()] = real
+    read: list[str] = []
+    for projection in tree.expressions:
+        for literal in list(projection.find_all(exp.Literal)):
+            if literal.is_string or literal.find_ancestor(exp.Select) is not tree:
+                continue  # a subquery's numbers are its own
+            try:
+                value = float(literal.this)
+            except ValueError:
+                continue
+            home = _home(stated.get(value, ()), tables)
+            if home is not None:
+                literal.replace(home)
+                read.append(home.sql(dialect=dialect))
+    return (tree.sql(dialect=dialect), read) if read else (sql, [])

@@ -25,7 +25,7 @@ def columns_for(quantity: Quantity, schema: Schema, rules: RuleBase | None = Non
     """"table.column" names whose words the number's label covers (every content word of the
     column name, the unit words aside, and at least half the label's words): the best
     matches, more than one only when they tie."""
-    if not quantity.label:
+    if not quantity.label or quantity.supposed:  # "increased to 1000 kWh": no row holds it
         return []
     rules = rules or default_rules()
     label = set(name_words(quantity.label))

@@ -35,7 +35,8 @@ class Quantity:
     `fraction`); `unit` is pint's name for the unit ("meter / second") or "" for a bare
     number; `dimensionality` is pint's ("[length] / [time]", "dimensionless") or "";
     `start`/`end` index `text` in the question; `label` is the phrase naming it ("wind
-    speed"), "" when none was found."""
+    speed"), "" when none was found; `supposed` marks a value the question changes a
+    quantity to ("increased to 1000 kWh"), which no row stores."""
 
     text: str
     value: float
@@ -46,6 +47,7 @@ class Quantity:
     end: int = 0
     role: Role = "plain"
     label: str = ""
+    supposed: bool = False
 
     @property
     def physical(self) -> bool:
@@ -118,6 +120,9 @@ _CONNECTORS = frozenset({"of", "is", "was", "are", "were", "be", "equals", "equa
                          "priced", "valued", "totaling", "totalling", "reaching", "reaches",
                          "becomes", "increased", "decreased", "reduced", "raised", "changed",
                          "increases", "decreases", "grows", "drops", "falls", "rises", "=", ":"})
+# Connectors that make the number a supposed new value, not what the data holds.
+_CHANGES = frozenset({"becomes", "increased", "decreased", "reduced", "raised", "changed", "increases",
+                      "decreases", "grows", "drops", "falls", "rises"})
 _STOPS = frozenset("""a an the this that these those its their his her our your my it they
     with and or but has have had is was are were be been when if what which who whose where
     how each every per in on for from by to as assuming given known suppose supposing that
@@ -211,7 +216,17 @@ def _read(text: str, match: re.Match[str], rules: RuleBase,
 def _make(text: str, start: int, end: int, value: float, unit: str = "", dimensionality: str = "",
           *, role: Role = "plain", label: str = "") -> Quantity:
     return Quantity(text=text[start:end], value=value, unit=unit, dimensionality=dimensionality,
-                    percent=role == "percent", start=start, end=end, role=role, label=label)
+                    percent=role == "percent", start=start, end=end, role=role, label=label,
+                    supposed=_supposed(text, start))
+
+
+def _supposed(text: str, start: int) -> bool:
+    """The words just before the number change a quantity ("is increased to", "rises by")."""
+    words = re.findall(r"[\w'-]+|[=:]", re.split(r"[,;.!?()\n]", text[max(0, start - 60):start])[-1])
+    while words and words[-1].lower() in _CONNECTORS:
+        if words.pop().lower() in _CHANGES:
+            return True
+    return False
 
 
 def _number_value(match: re.Match[str]) -> float | None:

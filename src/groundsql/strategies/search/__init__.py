@@ -186,7 +186,8 @@ def _understand(ctx: Context, question: str, compressed: CompressedSchema, confi
 
     # Without the semantic state (the ablation) every trajectory starts from the direct prefix.
     return Problem(question, compressed.schema, direct, constants, ctx.dialect_label,
-                   understand=understand if config.understanding else None, informed=informed)
+                   understand=understand if config.understanding else None, informed=informed,
+                   stored={name: tuple(columns) for name, columns in stored.items() if columns})
 
 
 # -- reward and early stop -------------------------------------------------------------------

@@ -39,8 +39,8 @@ from groundsql.schema.linking import connect, join_graph
 from groundsql.strategies.answer import Trace
 from groundsql.strategies.context import Context, extract_sql, name_list, parse_json
 from groundsql.strategies.feedback import error_feedback
-from groundsql.understanding import (CalculatorError, Quantity, bind_constants, evaluate, sql_value,
-                                     unstated_numbers)
+from groundsql.understanding import (CalculatorError, Quantity, bind_constants, evaluate, read_stored,
+                                     sql_value, unstated_numbers)
 
 __all__ = ["Problem", "Step", "Trajectory", "SearchEnvironment"]
 
@@ -63,6 +63,8 @@ class Problem:
     # The prefix with the question's numbers named for formulas (the reasoning trajectories'
     # without the semantic state); None: the same as `prefix`.
     informed: tuple[Message, ...] | None = None
+    # The columns that store a number of the question, by its formula name (fields.py).
+    stored: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -364,11 +366,19 @@ class SearchEnvironment:
             error = "the answer contained no SQL query"
             return replace(state, steps=(*state.steps, replace(step, note=f"That failed: {error}.")),
                            sql="", error=error, ran=False, revised=revised)
-        # Question constants the query names like columns become their numbers (binding.py).
+        # Question constants the query names like columns become their numbers, or the columns
+        # that store them (binding.py).
         constants = self._constant_values(state)
-        sql, bound = bind_constants(sql, constants, self.ctx.schema, self.ctx.db.dialect)
+        sql, bound = bind_constants(sql, constants, self.ctx.schema, self.ctx.db.dialect,
+                                    stored=self.problem.stored)
         if bound:
             record.update(sql=sql, bound=bound)
+        # And the question's copies of a row's stored values are read from the row.
+        stated = {q.value: self.problem.stored[name] for name, q in self.problem.constants.items()
+                  if name in self.problem.stored}
+        sql, read = read_stored(sql, stated, self.ctx.schema, self.ctx.db.dialect)
+        if read:
+            record.update(sql=sql, read=read)
         try:
             checked, result = self.ctx.run_sql(sql, record=record)
         except (UnsafeSQLError, DatabaseError) as err:
