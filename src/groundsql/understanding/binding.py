@@ -41,18 +41,10 @@ def bind_constants(sql: str, values: Mapping[str, float], schema: Schema, dialec
     binds nothing or does not parse."""
     wanted = {name.lower(): value for name, value in values.items() if math.isfinite(value)}
     homes = {name.lower(): columns for name, columns in (stored or {}).items()}
-    if not wanted:
+    tree = _parse(sql, dialect) if wanted else None
+    if tree is None:
         return sql, []
-    try:
-        tree = sqlglot.parse_one(sql, read=dialect)
-    except sqlglot.errors.SqlglotError:
-        return sql, []
-    derived = {node.alias_or_name.lower() for node in tree.find_all(exp.CTE, exp.Subquery)}
-    tables = {}
-    for table in tree.find_all(exp.Table):
-        real = schema.table(table.name)
-        if real is not None and table.name.lower() not in derived:
-            tables[table.alias_or_name.lower()] = real
+    tables, derived = _tables(tree, schema)
     aliases = {a.alias.lower() for a in tree.find_all(exp.Alias)}
     bindable = [c for c in tree.find_all(exp.Column)
                 if c.name.lower() in wanted and c.name.lower() not in aliases and _unknown(c, tables, derived)]
@@ -74,6 +66,25 @@ def bind_constants(sql: str, values: Mapping[str, float], schema: Schema, dialec
         column.replace(exp.Neg(this=literal) if value < 0 else literal)
         bound.append(column.name)
     return (tree.sql(dialect=dialect), bound) if bound else (sql, [])
+
+
+def _parse(sql: str, dialect: str) -> exp.Expression | None:
+    try:
+        return sqlglot.parse_one(sql, read=dialect)
+    except sqlglot.errors.SqlglotError:
+        return None
+
+
+def _tables(tree: exp.Expression, schema: Schema) -> tuple[dict, set[str]]:
+    """The schema's tables the query reads, by alias (lower case), and the names of its
+    derived tables (CTEs, subqueries), whose columns are not the schema's."""
+    derived = {node.alias_or_name.lower() for node in tree.find_all(exp.CTE, exp.Subquery)}
+    tables = {}
+    for table in tree.find_all(exp.Table):
+        real = schema.table(table.name)
+        if real is not None and table.name.lower() not in derived:
+            tables[table.alias_or_name.lower()] = real
+    return tables, derived
 
 
 def _home(columns: Sequence[str], tables: dict) -> exp.Column | None:
@@ -109,19 +120,10 @@ def read_stored(sql: str, stated: Mapping[float, Sequence[str]], schema: Schema,
     asks for the row's Total_Disk_Area, and `SELECT 46.2 * 14 ... WHERE Aircraft = 'Robinson
     R-22'` answers with the question's copy, right only while the data says the same. Filters
     (`WHERE Weight = 1500`) are left alone: there the number selects the row."""
-    if not stated:
-        return sql, []
-    try:
-        tree = sqlglot.parse_one(sql, read=dialect)
-    except sqlglot.errors.SqlglotError:
-        return sql, []
+    tree = _parse(sql, dialect) if stated else None
     if not isinstance(tree, exp.Select):
         return sql, []
-    tables = {}
-    for table in tree.find_all(exp.Table):
-        real = schema.table(table.name)
-        if real is not None:
-            tables[table.alias_or_name.lower()] = real
+    tables, _ = _tables(tree, schema)
     read: list[str] = []
     for projection in tree.expressions:
         for literal in list(projection.find_all(exp.Literal)):
