@@ -113,3 +113,33 @@ def test_postgres_unchanged(pg_victim: str, case) -> None:
     with groundsql.connect(pg_victim) as session:
         _attempt(session, session.db, case.sql)
     assert _pg_state(pg_victim) == before
+
+
+# A degenerate model reply: nesting deep enough to exhaust sqlglot's recursion. The validator
+# refuses it; every check that reads model SQL must pass it by rather than stop the question
+# (a zero-shot LogicCat question ended in "internal error" from the failed query's feedback).
+DEEP = "SELECT " + "(" * 3000 + "1" + ")" * 3000 + " FROM t"
+
+
+def test_checks_that_read_model_sql_pass_a_degenerate_query_by(tmp_path: Path) -> None:
+    from groundsql.db.introspect import introspect
+    from groundsql.grounding.values import doubled_filter_values, missing_filter_values
+    from groundsql.safety import parse_untrusted
+    from groundsql.strategies.feedback import error_feedback, repaired
+    from groundsql.understanding import bind_constants, read_stored, unstated_numbers
+
+    path = tmp_path / "t.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.execute(SETUP[2])
+    db = Database(f"sqlite:///{path}")
+    schema = introspect(db)
+    assert parse_untrusted(DEEP, "sqlite") is None
+    assert "no such column" in error_feedback(DEEP, "no such column: x", schema)
+    assert repaired(DEEP, "no such column: t.x", schema) is None
+    assert repaired(DEEP, "near \"^\": syntax error", schema) is None
+    assert unstated_numbers(DEEP, "how many?", "sqlite") == []
+    assert bind_constants(DEEP, {"x": 1.0}, schema, "sqlite") == (DEEP, [])
+    assert read_stored(DEEP, {1.0: ["t.a"]}, schema, "sqlite") == (DEEP, [])
+    assert doubled_filter_values(DEEP, "q", schema, "sqlite") == []
+    from groundsql.config import SafetyConfig
+    assert missing_filter_values(DEEP, db, schema, SafetyConfig()) == []

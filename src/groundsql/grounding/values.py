@@ -19,7 +19,6 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
-import sqlglot
 from rapidfuzz import fuzz, process, utils
 from sqlglot import exp
 
@@ -29,6 +28,7 @@ from groundsql.errors import DatabaseError, UnsafeSQLError
 from groundsql.safety import run_validated
 from groundsql.schema import Schema
 from groundsql.testsuite.literals import literal_value, resolve_column
+from groundsql.safety import parse_untrusted
 
 __all__ = ["MissingValue", "check_value", "doubled_filter_values", "has_values", "missing_filter_values",
            "looks_empty", "missing_values_text", "unmentioned_filter_values"]
@@ -68,9 +68,8 @@ def looks_empty(rows: tuple[tuple[Any, ...], ...] | list) -> bool:
 
 def missing_filter_values(sql: str, db: Database, schema: Schema, policy: SafetyConfig) -> list[MissingValue]:
     """The literal filters of `sql` on real table columns whose value occurs in no row."""
-    try:
-        tree = sqlglot.parse_one(sql, read=db.dialect)
-    except sqlglot.errors.SqlglotError:
+    tree = parse_untrusted(sql, db.dialect)
+    if tree is None:
         return []
     missing: list[MissingValue] = []
     for table, name, op, literal in _table_filters(tree, schema):
@@ -105,9 +104,8 @@ def unmentioned_filter_values(sql: str, question: str, db: Database, schema: Sch
     values the model made up. On an empty database (LogicCat ships empty) or a filter that
     still leaves rows, an empty result cannot point them out; the question can. Numbers are
     left to `understanding.unstated_numbers`."""
-    try:
-        tree = sqlglot.parse_one(sql, read=db.dialect)
-    except sqlglot.errors.SqlglotError:
+    tree = parse_untrusted(sql, db.dialect)
+    if tree is None:
         return []
     said = utils.default_process(question)
     found: list[str] = []
@@ -126,9 +124,8 @@ def doubled_filter_values(sql: str, question: str, schema: Schema, dialect: str)
     model writes `SourceAirport = 'APG' AND DestAirport = 'APG'` for "flights leaving from APG",
     and three trajectories doing so outvoted the one that did not. "From or to APG" (an OR)
     and a question that repeats the value are not flagged."""
-    try:
-        tree = sqlglot.parse_one(sql, read=dialect)
-    except sqlglot.errors.SqlglotError:
+    tree = parse_untrusted(sql, dialect)
+    if tree is None:
         return []
     if tree.find(exp.Or) is not None:
         return []

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from groundsql.config import SafetyConfig
 from groundsql.db import Database, QueryResult
-from groundsql.safety.validator import ValidatedSQL, validate_sql
+from groundsql.safety.validator import ValidatedSQL, parse_untrusted, validate_sql
 
-__all__ = ["ValidatedSQL", "validate_sql", "run_validated"]
+__all__ = ["ValidatedSQL", "parse_untrusted", "validate_sql", "run_validated"]
 
 
 def run_validated(db: Database, sql: str, policy: SafetyConfig) -> tuple[ValidatedSQL, QueryResult]:

@@ -241,6 +241,16 @@ def validate_sql(sql: str, dialect: str, policy: SafetyConfig = SafetyConfig()) 
         ) from None
 
 
+def parse_untrusted(sql: str, dialect: str) -> exp.Expression | None:
+    """The syntax tree of model-written SQL for the checks that read it, or None when it does
+    not parse: a degenerate reply (hundreds of nested parentheses) exhausts sqlglot's
+    recursion, and a check must then pass it by, not stop the question."""
+    try:
+        return sqlglot.parse_one(sql, read=dialect)
+    except (sqlglot.errors.SqlglotError, RecursionError):
+        return None
+
+
 # --------------------------------------------------------------------------------------------
 # Pipeline
 # --------------------------------------------------------------------------------------------

@@ -12,10 +12,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import sqlglot
 from sqlglot import exp
 
 from groundsql.schema import Schema
+from groundsql.safety import parse_untrusted
 
 _MAX_COLUMNS = 40  # a very wide table is cut, not dumped
 
@@ -77,9 +77,8 @@ def powered(sql: str, error: str, schema: Schema) -> str | None:
     is not the model's, and that is left to the model."""
     if '"^"' not in error or schema.dialect != "sqlite":
         return None
-    try:
-        tree = sqlglot.parse_one(sql, read=schema.dialect)
-    except sqlglot.errors.SqlglotError:
+    tree = parse_untrusted(sql, schema.dialect)
+    if tree is None:
         return None
     xors = list(tree.find_all(exp.BitwiseXor))
     if not xors or any(isinstance(side, exp.Binary) for x in xors for side in (x.this, x.expression)):
@@ -105,9 +104,8 @@ def requalified(sql: str, error: str, schema: Schema) -> str | None:
     missing, qualifier = _missing_column(error), _missing_qualifier(error)
     if not missing or not qualifier:
         return None
-    try:
-        tree = sqlglot.parse_one(sql, read=schema.dialect)
-    except sqlglot.errors.SqlglotError:
+    tree = parse_untrusted(sql, schema.dialect)
+    if tree is None:
         return None
     wrong = [c for c in tree.find_all(exp.Column)
              if c.name.lower() == missing.lower() and c.table.lower() == qualifier.lower()]
@@ -186,9 +184,8 @@ def _outer_columns_in_aggregates(sql: str, schema: Schema) -> list[str]:
     """A subquery's aggregate over a column its own tables lack reads the outer query's column
     (SQLite: "misuse of aggregate"); measured on LogicCat, the 1.5B model writes
     `(SELECT AVG(Production_Volume) FROM manufacturers)` and, told only the error, repeats it."""
-    try:
-        tree = sqlglot.parse_one(sql, read=schema.dialect)
-    except sqlglot.errors.SqlglotError:
+    tree = parse_untrusted(sql, schema.dialect)
+    if tree is None:
         return []
     hints: list[str] = []
     for select in tree.find_all(exp.Select):
@@ -240,9 +237,8 @@ def _first_group(patterns: tuple[re.Pattern[str], ...], error: str) -> str | Non
 
 def _tables_in(sql: str, dialect: str) -> list[tuple[str, str]]:
     """(alias, table name) of each table reference, CTE names excluded, in order of appearance."""
-    try:
-        tree = sqlglot.parse_one(sql, read=dialect)
-    except sqlglot.errors.SqlglotError:
+    tree = parse_untrusted(sql, dialect)
+    if tree is None:
         return []
     ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
     seen: list[tuple[str, str]] = []

@@ -22,9 +22,9 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 
-import sqlglot
 from sqlglot import exp
 
+from groundsql.safety import parse_untrusted
 from groundsql.schema import Schema
 
 __all__ = ["bind_constants"]
@@ -41,7 +41,7 @@ def bind_constants(sql: str, values: Mapping[str, float], schema: Schema, dialec
     binds nothing or does not parse."""
     wanted = {name.lower(): value for name, value in values.items() if math.isfinite(value)}
     homes = {name.lower(): columns for name, columns in (stored or {}).items()}
-    tree = _parse(sql, dialect) if wanted else None
+    tree = parse_untrusted(sql, dialect) if wanted else None
     if tree is None:
         return sql, []
     tables, derived = _tables(tree, schema)
@@ -66,13 +66,6 @@ def bind_constants(sql: str, values: Mapping[str, float], schema: Schema, dialec
         column.replace(exp.Neg(this=literal) if value < 0 else literal)
         bound.append(column.name)
     return (tree.sql(dialect=dialect), bound) if bound else (sql, [])
-
-
-def _parse(sql: str, dialect: str) -> exp.Expression | None:
-    try:
-        return sqlglot.parse_one(sql, read=dialect)
-    except sqlglot.errors.SqlglotError:
-        return None
 
 
 def _tables(tree: exp.Expression, schema: Schema) -> tuple[dict, set[str]]:
@@ -120,7 +113,7 @@ def read_stored(sql: str, stated: Mapping[float, Sequence[str]], schema: Schema,
     asks for the row's Total_Disk_Area, and `SELECT 46.2 * 14 ... WHERE Aircraft = 'Robinson
     R-22'` answers with the question's copy, right only while the data says the same. Filters
     (`WHERE Weight = 1500`) are left alone: there the number selects the row."""
-    tree = _parse(sql, dialect) if stated else None
+    tree = parse_untrusted(sql, dialect) if stated else None
     if not isinstance(tree, exp.Select):
         return sql, []
     tables, _ = _tables(tree, schema)

@@ -14,11 +14,11 @@ import math
 import re
 from collections.abc import Iterable
 
-import sqlglot
 from sqlglot import exp
 
 from groundsql.testsuite.literals import literal_value
 from groundsql.understanding.quantities import extract_quantities
+from groundsql.safety import parse_untrusted
 
 __all__ = ["unstated_numbers"]
 
@@ -33,9 +33,8 @@ _COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Between, 
 def unstated_numbers(sql: str, question: str, dialect: str, known: Iterable[float] = ()) -> list[str]:
     """The numbers (as written in `sql`) compared with a column or an aggregate that neither
     the question nor `known` (computed constants) gives; [] when the query does not parse."""
-    try:
-        tree = sqlglot.parse_one(sql, read=dialect)
-    except sqlglot.errors.SqlglotError:
+    tree = parse_untrusted(sql, dialect)
+    if tree is None:
         return []
     stated = {0.0, 1.0, *known}
     for q in extract_quantities(question):
