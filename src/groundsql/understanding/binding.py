@@ -27,7 +27,7 @@ from sqlglot import exp
 from groundsql.safety import parse_untrusted
 from groundsql.schema import Schema
 
-__all__ = ["bind_constants"]
+__all__ = ["bind_constants", "read_stored"]
 
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Between, exp.In)
