@@ -25,10 +25,9 @@ from sqlglot import exp
 from groundsql.config import SafetyConfig
 from groundsql.db import Database
 from groundsql.errors import DatabaseError, UnsafeSQLError
-from groundsql.safety import run_validated
+from groundsql.safety import parse_untrusted, run_validated
 from groundsql.schema import Schema
 from groundsql.testsuite.literals import literal_value, resolve_column
-from groundsql.safety import parse_untrusted
 
 __all__ = ["MissingValue", "check_value", "doubled_filter_values", "has_values", "missing_filter_values",
            "looks_empty", "missing_values_text", "unmentioned_filter_values"]

@@ -14,8 +14,8 @@ from typing import Any
 
 from sqlglot import exp
 
-from groundsql.schema import Schema
 from groundsql.safety import parse_untrusted
+from groundsql.schema import Schema
 
 _MAX_COLUMNS = 40  # a very wide table is cut, not dumped
 

@@ -220,9 +220,14 @@ def _make(text: str, start: int, end: int, value: float, unit: str = "", dimensi
                     supposed=_supposed(text, start))
 
 
+def _words_before(text: str, floor: int, start: int) -> list[str]:
+    """The words of the clause just before `start` (back to punctuation, `floor` or 100 characters)."""
+    return re.findall(r"[\w'-]+|[=:]", re.split(r"[,;.!?()\n]", text[max(floor, start - 100):start])[-1])
+
+
 def _supposed(text: str, start: int) -> bool:
     """The words just before the number change a quantity ("is increased to", "rises by")."""
-    words = re.findall(r"[\w'-]+|[=:]", re.split(r"[,;.!?()\n]", text[max(0, start - 60):start])[-1])
+    words = _words_before(text, 0, start)
     while words and words[-1].lower() in _CONNECTORS:
         if words.pop().lower() in _CHANGES:
             return True
@@ -321,8 +326,7 @@ def _count_noun(following: str, rules: RuleBase) -> str | None:
 def _label(text: str, floor: int, start: int) -> str:
     """The phrase naming the number just before it: "a wind speed of 15 m/s" -> "wind
     speed", "the length of the Brooklyn Bridge is" -> "length". "" when there is none."""
-    segment = re.split(r"[,;.!?()\n]", text[max(floor, start - 100):start])[-1]
-    words = re.findall(r"[\w'-]+|[=:]", segment)
+    words = _words_before(text, floor, start)
     connected = False
     while words and words[-1].lower() in _CONNECTORS:
         words.pop()

@@ -16,9 +16,9 @@ from collections.abc import Iterable
 
 from sqlglot import exp
 
+from groundsql.safety import parse_untrusted
 from groundsql.testsuite.literals import literal_value
 from groundsql.understanding.quantities import extract_quantities
-from groundsql.safety import parse_untrusted
 
 __all__ = ["unstated_numbers"]
 
