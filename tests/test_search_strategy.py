@@ -14,6 +14,8 @@ from groundsql.config import Settings
 from groundsql.db import Database
 from groundsql.llm.base import LLM, ChatRequest, Completion
 from groundsql.strategies import Context, get_strategy
+from groundsql.strategies.answer import Trace
+from groundsql.strategies.context import generation_request
 from tests.conftest import BENCHMARKS, shared_file, spider_db
 
 STAGES = {
@@ -24,6 +26,7 @@ STAGES = {
     "Entity extraction": "entity_extraction",
     "Revise the query": "sql_revision",
     "Write one": "sql_generation",
+    "Question:": "sql_generation",  # the zero-shot generator's turn (the baseline sample)
 }
 
 
@@ -106,19 +109,25 @@ def test_the_majority_result_wins_and_the_answer_shows_its_trajectories(concert)
     extraction = next(r for r in llm.requests if stage_of(r) == "entity_extraction")
     listed = extraction.json_schema["properties"]["filters"]["items"]["properties"]["column"]["enum"]
     assert "singer.Country" in listed and generations[0].json_schema is None
-    # Every call of the question extends the same prefix (system + the question) ...
+    # The first call is the zero-shot generator's own (the baseline sample: the whole schema,
+    # its prompt, greedy, the same request the zero-shot strategy sends) ...
+    with Database(f"sqlite:///{concert}") as db:
+        ctx = Context(db=db, llm=llm, settings=Settings())
+        zero_shot = generation_request(ctx, Trace("q", "zero-shot"), "What are the names of the singers from France?")
+    assert llm.requests[0] == zero_shot
+    # ... every other call of the question extends one prefix (system + the question) ...
     understand = next(r for r in llm.requests if stage_of(r) == "understand")
     system, question_turn = understand.messages
     question = question_turn.content.split("\nDescribe the question")[0]
     assert question.startswith("Question: What are the names of the singers from France?")
-    assert all(r.messages[0] == system and r.messages[1].content.startswith(question) for r in llm.requests)
+    assert all(r.messages[0] == system and r.messages[1].content.startswith(question) for r in llm.requests[1:])
     # ... and only the trajectories that start with a reasoning action read the semantic state:
     # direct generations are independent samples of the question, not of one greedy state.
     reads_state = {stage_of(r) if len(r.messages) > 2 else "direct" for r in llm.requests
                    if any("singers from France" in m.content for m in r.messages if m.role == "assistant")}
     assert "direct" not in reads_state and {"schema_selection", "entity_extraction"} <= reads_state
-    direct = [r for r in generations if len(r.messages) == 2]
-    assert len(direct) >= 3 and all("Write one" in r.messages[1].content for r in direct)
+    direct = [r for r in generations[1:] if len(r.messages) == 2]
+    assert len(direct) >= 2 and all("Write one" in r.messages[1].content for r in direct)
 
 
 def test_search_stops_when_the_results_agree_and_never_exceeds_its_call_cap(concert) -> None:
@@ -382,3 +391,24 @@ def test_a_value_required_of_two_columns_is_revised_with_every_problem_told(conc
     # The empty result's cause (no singer is named France) and the doubled filter, both.
     assert "not in the data" in told and "'France' of more than one column" in told
     assert answer.sql.startswith(FRANCE)
+
+
+@pytest.mark.parametrize("baseline_sample", [True, False])
+def test_the_first_direct_sample_is_the_zero_shot_generators_and_revised_in_its_conversation(
+        concert, baseline_sample) -> None:
+    llm = Scripted(understand="{}", sql_generation=[sql("SELECT nom FROM singer"), sql(FRANCE)],
+                   sql_revision=sql(FRANCE))
+    answer = run(concert, "What are the names of the singers from France?", llm, baseline_sample=baseline_sample,
+                 actions="sql_generation+sql_revision", root_samples=2, discriminator=False, early_stop=0)
+    assert answer.ok and "France" in answer.sql
+    zero_shot_system = [r for r in llm.requests if "Given the database schema below" in r.messages[0].content]
+    if not baseline_sample:  # the ablation: every call starts from the search's prefix
+        assert not zero_shot_system
+        return
+    first, revision = llm.requests[0], llm.requests[1]
+    assert zero_shot_system == [first, revision] and len(first.messages) == 2
+    # The failed query is revised in the zero-shot conversation: its reply, then the turn
+    # telling the real columns; the next sample starts from the search's prefix.
+    assert revision.messages[:2] == first.messages and revision.messages[2].role == "assistant"
+    assert "nom" in revision.messages[2].content and "Revise the query" in revision.messages[3].content
+    assert "Write one" in llm.requests[2].messages[-1].content

@@ -145,6 +145,9 @@ class SearchConfig(_Frozen):
     actions: tuple[str, ...] = ACTIONS
     rollouts: int = Field(6, ge=1, le=64)  # the search budget
     root_samples: int = Field(3, ge=1, le=8)  # direct generations from the root, tried first (the first greedy)
+    # The first of them is the zero-shot generator's own call (the whole schema, its prompt):
+    # a second view of the question, greedy, so the pool holds the baseline's query.
+    baseline_sample: bool = True
     exploration: float = Field(1.0, ge=0.0)  # UCT's constant c
     depth: int = Field(6, ge=2, le=10)  # the longest trajectory, in actions
     temperature: float = Field(0.7, ge=0.0, le=2.0)  # expansions after the first, greedy rollout

@@ -26,7 +26,7 @@ from groundsql.retrieval import load_embedder
 from groundsql.schema import render_schema
 from groundsql.schema.compress import CompressedSchema, SchemaIndex, compress
 from groundsql.strategies.answer import Answer, Trace
-from groundsql.strategies.context import Context, parse_json
+from groundsql.strategies.context import Context, generation_request, parse_json
 from groundsql.strategies.search.actions import Problem, SearchEnvironment, Trajectory
 from groundsql.strategies.search.probe import Probe, Signature
 from groundsql.strategies.search.selection import Candidate, select_candidate
@@ -184,10 +184,16 @@ def _understand(ctx: Context, question: str, compressed: CompressedSchema, confi
             prefix.append(Message(role="user", content="Unit check of the relations:\n" + "\n".join(checks)))
         return tuple(prefix)
 
+    # The first direct sample is the zero-shot generator's call: a second view of the question
+    # (the whole schema, another prompt) whose query the pool then always holds. On LogicCat
+    # (1.5B) zero-shot answered a question none of the search's trajectories did (logiccat/65:
+    # the compressed view listed Manufacturer_ID for "the manufacturers").
+    baseline = generation_request(ctx, trace, question).messages if config.baseline_sample else None
     # Without the semantic state (the ablation) every trajectory starts from the direct prefix.
     return Problem(question, compressed.schema, direct, constants, ctx.dialect_label,
                    understand=understand if config.understanding else None, informed=informed,
-                   stored={name: tuple(columns) for name, columns in stored.items() if columns})
+                   stored={name: tuple(columns) for name, columns in stored.items() if columns},
+                   baseline=baseline)
 
 
 # -- reward and early stop -------------------------------------------------------------------

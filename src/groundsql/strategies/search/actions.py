@@ -65,6 +65,9 @@ class Problem:
     informed: tuple[Message, ...] | None = None
     # The columns that store a number of the question, by its formula name (fields.py).
     stored: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # The zero-shot generator's request (the whole schema, its prompt): the first direct
+    # sample's conversation. None: every direct sample starts from `prefix`.
+    baseline: tuple[Message, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -84,6 +87,7 @@ class Trajectory:
     revised: bool = False
     failed: str | None = None  # why no query could be had (model error, budget)
     computed: tuple[tuple[str, str], ...] = ()  # calculator results (name, value text)
+    baseline: bool = False  # continues the zero-shot generator's conversation (Problem.baseline)
 
     @property
     def taken(self) -> set[str]:
@@ -111,6 +115,7 @@ class SearchEnvironment:
     # Calls of the cap kept back for a later phase (the discriminator's, during the search).
     reserved: int = 0
     stated: tuple[Message, ...] | None = None  # the prefix with the semantic state, once asked
+    baseline_taken: bool = False  # the first direct sample went to the zero-shot generator
 
     def __post_init__(self) -> None:
         self.graph = join_graph(self.problem.schema)
@@ -173,8 +178,15 @@ class SearchEnvironment:
                 self.stated = self.problem.understand()
             except LLMError as err:
                 return replace(state, failed=f"the language model failed: {err}")
-        prompt = load_prompt(f"search_{action}").render(
-            note=self._pending_note(state), dialect=self.problem.dialect)[-1].content
+        if self.problem.baseline and not self.baseline_taken and not state.steps and action == "sql_generation":
+            # First, before any call computes the search's prefix (the backend caches one).
+            self.baseline_taken = True
+            state = replace(state, baseline=True)
+        if state.baseline and not state.steps:
+            prompt = ""  # the zero-shot question turn asks for the query itself
+        else:
+            prompt = load_prompt(f"search_{action}").render(
+                note=self._pending_note(state), dialect=self.problem.dialect)[-1].content
         with self.trace.step(action) as step:
             try:
                 reply = self._ask(state, action, prompt, output=self._output(action), step=step)
@@ -198,14 +210,19 @@ class SearchEnvironment:
         # made 3 of 5 trajectories count that table), so the vote could not outvote them. The
         # direct samples stay independent, as self-consistency's are; the reasoning actions'
         # trajectories build on the state.
-        if self._direct(state, action):
+        if state.baseline and self.problem.baseline:
+            start = self.problem.baseline
+        elif self._direct(state, action):
             start = self.problem.prefix
         else:
             start = self.stated or self.problem.informed or self.problem.prefix
         turns: list[Message] = list(start)
         for s in state.steps:
-            turns += [Message(role="user", content=s.prompt), Message(role="assistant", content=s.reply)]
-        turns.append(Message(role="user", content=prompt))
+            if s.prompt:
+                turns.append(Message(role="user", content=s.prompt))
+            turns.append(Message(role="assistant", content=s.reply))
+        if prompt:
+            turns.append(Message(role="user", content=prompt))
         return _merged(turns)
 
     def _output(self, action: str) -> dict | None:
@@ -245,7 +262,9 @@ class SearchEnvironment:
             messages=messages,
             temperature=self.config.temperature if again else 0.0,
             max_tokens=384 if output else llm.max_tokens,
-            seed=llm.seed + self.calls,
+            # A greedy answer does not depend on the seed: one seed lets the same greedy
+            # request share its cached answer (the baseline's, the zero-shot strategy's).
+            seed=llm.seed + self.calls if again else llm.seed,
             json_schema=output,
         )
         completion = self.ctx.llm.complete(request)

@@ -78,7 +78,8 @@ def select_candidate(candidates: list[Candidate], env: SearchEnvironment, probe:
     best = max(scored, key=lambda sg: (sg[0], -ordered.index(sg[1])))[1]
     report = [{"sql": g[0].trajectory.sql, "trajectories": len(g), "votes": round(votes[id(g)], 3), "exec": _exec(g),
                "discriminator": disc[id(g)], "score": round(s, 3),
-               "actions": [st.action for st in g[0].trajectory.steps]} for s, g in scored]
+               "actions": [st.action for st in g[0].trajectory.steps],
+               "baseline": any(c.trajectory.baseline for c in g)} for s, g in scored]
     return best[0], report
 
 
@@ -104,7 +105,7 @@ def _discriminate(candidate: Candidate, env: SearchEnvironment, probe: Probe,
     cut = rng.randrange(0, len(reasoning) + 1)  # keep this many reasoning steps
     kept = reasoning[:cut]
     computed = trajectory.computed if any(s.action == "equation_analysis" for s in kept) else ()
-    state = Trajectory(steps=tuple(kept), computed=computed)
+    state = Trajectory(steps=tuple(kept), computed=computed, baseline=trajectory.baseline)
     while not env.is_terminal(state):  # the turns were asked before: now they are sampled
         if env.exhausted():
             return None
