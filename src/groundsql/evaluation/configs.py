@@ -28,15 +28,13 @@ _SHORT_KEYS = {
     "model": "llm.model",
     "max_tokens": "llm.max_tokens",
 }
-_STRATEGY_KEYS = {  # `k` and `temperature` mean the strategy's own
-    "few-shot": {"k": "few_shot.k"},
-    "self-consistency": {"k": "self_consistency.k", "temperature": "self_consistency.temperature"},
-    "grounded": {key: f"grounded.{key}" for key in (
-        "k", "lookup", "entity_linking", "retrieval", "schema_linking", "reflection", "embeddings",
-        "pack")},
-    "search": {key: f"search.{key}" for key in (
-        "understanding", "compression", "actions", "rollouts", "root_samples", "exploration", "depth",
-        "temperature", "probe_variants", "discriminator", "reasoning_vote", "early_stop", "max_calls")},
+# A strategy's own settings go by their bare names (`k` and `temperature` mean the strategy's),
+# read off its config model so that a new setting is reachable without an edit here.
+_STRATEGY_SECTIONS = {"few-shot": "few_shot", "self-consistency": "self_consistency",
+                      "grounded": "grounded", "search": "search"}
+_STRATEGY_KEYS = {
+    name: {key: f"{section}.{key}" for key in Settings.model_fields[section].annotation.model_fields}
+    for name, section in _STRATEGY_SECTIONS.items()
 }
 
 
