@@ -39,7 +39,7 @@ def test_parse_config() -> None:
     assert parse_config("few-shot:k=2", Settings()).settings.few_shot.k == 2
     assert parse_config("zero-shot:generation.reflection_retries=0", Settings()).settings.generation.reflection_retries == 0
     search = parse_config("search:baseline_sample=false,discriminated=3,rollouts=8", Settings()).settings.search
-    assert (search.baseline_sample, search.discriminated, search.rollouts) == (False, 3, 8)
+    assert (search.baseline_sample, search.discriminated, search.rollouts) == ("never", 3, 8)
     assert parse_config("grounded:entity_threshold=0.9", Settings()).settings.grounded.entity_threshold == 0.9
 
 

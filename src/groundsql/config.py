@@ -145,9 +145,10 @@ class SearchConfig(_Frozen):
     actions: tuple[str, ...] = ACTIONS
     rollouts: int = Field(6, ge=1, le=64)  # the search budget
     root_samples: int = Field(3, ge=1, le=8)  # direct generations from the root, tried first (the first greedy)
-    # The first of them is the zero-shot generator's own call (the whole schema, its prompt):
-    # a second view of the question, greedy, so the pool holds the baseline's query.
-    baseline_sample: bool = True
+    # The first of them is the zero-shot generator's own call (the whole schema, its prompt),
+    # greedy, so the pool holds the baseline's query: "compressed" when the search's view
+    # leaves columns out (then it is a second view of the schema), "always", or "never".
+    baseline_sample: Literal["compressed", "always", "never"] = "compressed"
     exploration: float = Field(1.0, ge=0.0)  # UCT's constant c
     depth: int = Field(6, ge=2, le=10)  # the longest trajectory, in actions
     temperature: float = Field(0.7, ge=0.0, le=2.0)  # expansions after the first, greedy rollout
@@ -172,6 +173,11 @@ class SearchConfig(_Frozen):
         if isinstance(value, (list, tuple)) and "sql_generation" not in value:
             value = (*value, "sql_generation")
         return value
+
+    @field_validator("baseline_sample", mode="before")
+    @classmethod
+    def _switch(cls, value: object) -> object:
+        return {True: "always", False: "never"}.get(value, value) if isinstance(value, bool) else value
 
     @field_validator("weights")
     @classmethod

@@ -187,8 +187,12 @@ def _understand(ctx: Context, question: str, compressed: CompressedSchema, confi
     # The first direct sample is the zero-shot generator's call: a second view of the question
     # (the whole schema, another prompt) whose query the pool then always holds. On LogicCat
     # (1.5B) zero-shot answered a question none of the search's trajectories did (logiccat/65:
-    # the compressed view listed Manufacturer_ID for "the manufacturers").
-    baseline = generation_request(ctx, trace, question).messages if config.baseline_sample else None
+    # the compressed view listed Manufacturer_ID for "the manufacturers"). Where the search's
+    # view is the whole schema it adds no view, only a second cold prefix, and takes a
+    # sampled slot (Spider, 100 questions: BENCHMARKS.md).
+    wanted = config.baseline_sample == "always" or (
+        config.baseline_sample == "compressed" and compressed.kept_columns < compressed.total_columns)
+    baseline = generation_request(ctx, trace, question).messages if wanted else None
     # Without the semantic state (the ablation) every trajectory starts from the direct prefix.
     return Problem(question, compressed.schema, direct, constants, ctx.dialect_label,
                    understand=understand if config.understanding else None, informed=informed,
