@@ -177,7 +177,7 @@ class SearchConfig(_Frozen):
     @field_validator("baseline_sample", mode="before")
     @classmethod
     def _switch(cls, value: object) -> object:
-        return {True: "always", False: "never"}.get(value, value) if isinstance(value, bool) else value
+        return ("always" if value else "never") if isinstance(value, bool) else value
 
     @field_validator("weights")
     @classmethod

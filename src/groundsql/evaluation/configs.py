@@ -28,13 +28,12 @@ _SHORT_KEYS = {
     "model": "llm.model",
     "max_tokens": "llm.max_tokens",
 }
-# A strategy's own settings go by their bare names (`k` and `temperature` mean the strategy's),
-# read off its config model so that a new setting is reachable without an edit here.
-_STRATEGY_SECTIONS = {"few-shot": "few_shot", "self-consistency": "self_consistency",
-                      "grounded": "grounded", "search": "search"}
+# A strategy's own settings (its section of Settings, `few-shot` -> `few_shot`) go by their bare
+# names (`k` and `temperature` mean the strategy's), read off its config model so that a new
+# setting is reachable without an edit here.
 _STRATEGY_KEYS = {
     name: {key: f"{section}.{key}" for key in Settings.model_fields[section].annotation.model_fields}
-    for name, section in _STRATEGY_SECTIONS.items()
+    for name in STRATEGIES if (section := name.replace("-", "_")) in Settings.model_fields
 }
 
 
