@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 
 from groundsql.db import Database
-from groundsql.strategies.feedback import error_feedback, powered, requalified
+from groundsql.evaluation.datasets import load_benchmark
+from groundsql.strategies.feedback import error_feedback, mismatched_keys, powered, requalified
+from tests.conftest import BENCHMARKS, shared_file
 
 
 def sqlite_error(path: Path, sql: str) -> str:
@@ -159,3 +161,54 @@ def test_a_power_written_with_a_caret_is_written_with_power(concert_singer: Path
     if repaired is not None:
         with Database(f"sqlite:///{concert_singer}") as db:
             db.execute(repaired)
+
+
+# (query, what the model is told; None: nothing): a foreign key compared with a column of the
+# table it references other than the one it holds. The query runs; only the schema can tell.
+KEY_MISMATCH_CASES = [
+    ("SELECT T1.Name FROM singer AS T1 JOIN singer_in_concert AS T2 ON T1.Name = T2.Singer_ID",
+     "It compares singer.Name with singer_in_concert.Singer_ID, but singer_in_concert.Singer_ID "
+     "holds singer.Singer_ID: compare singer.Singer_ID with it."),
+    # A one-column subquery, resolved in its own SELECT (the bare Stadium_ID is concert's).
+    ("SELECT Name FROM stadium WHERE Name IN (SELECT Stadium_ID FROM concert WHERE Year = 2014)",
+     "It compares stadium.Name with concert.Stadium_ID, but concert.Stadium_ID holds "
+     "stadium.Stadium_ID: compare stadium.Stadium_ID with it."),
+    # A column of another table altogether: the key's table is to be joined.
+    ("SELECT T1.Name FROM stadium AS T1 JOIN singer_in_concert AS T2 ON T1.Stadium_ID = T2.Singer_ID",
+     "It compares stadium.Stadium_ID with singer_in_concert.Singer_ID, but singer_in_concert.Singer_ID "
+     "holds singer.Singer_ID: compare singer.Singer_ID with it (join singer)."),
+    # The key against the column it holds, either way round: nothing.
+    ("SELECT T1.Name FROM singer AS T1 JOIN singer_in_concert AS T2 ON T2.Singer_ID = T1.Singer_ID", None),
+    ("SELECT Name FROM stadium WHERE Stadium_ID IN (SELECT Stadium_ID FROM concert)", None),
+    # No key between the columns compared.
+    ("SELECT Name FROM singer WHERE Name = Country", None),
+    ("SELECT T1.Name FROM singer AS T1 JOIN stadium AS T2 ON T1.Name = T2.Name", None),
+    # The outer query's column in a correlated subquery is not resolved there: nothing is claimed.
+    ("SELECT Name FROM stadium AS s WHERE EXISTS (SELECT 1 FROM concert AS c WHERE c.Stadium_ID = s.Name)",
+     None),
+]
+
+
+@pytest.mark.parametrize(("sql", "told"), KEY_MISMATCH_CASES)
+def test_a_foreign_key_compared_with_another_column_of_its_table_is_told(
+        concert_singer: Path, sql: str, told: str | None) -> None:
+    schema = Database(f"sqlite:///{concert_singer}").introspect()
+    with Database(f"sqlite:///{concert_singer}") as db:
+        db.execute(sql)  # every case runs: no error reports the mistake
+    assert mismatched_keys(sql, schema) == ([told] if told else [])
+
+
+def test_no_gold_query_of_the_shared_benchmarks_is_told_of_a_key_mismatch() -> None:
+    # The check's precision on queries known right: Spider's and LogicCat's golds.
+
+    schemas: dict[str, object] = {}
+    flagged, compared = [], 0
+    for name in ("spider_dev", "logiccat"):
+        shared_file(BENCHMARKS / name / "dev.json")
+        for item in load_benchmark(BENCHMARKS / name):
+            if item.db_url not in schemas:
+                schemas[item.db_url] = Database(item.db_url).introspect()
+            compared += " join " in item.gold_sql.lower() or " in (" in item.gold_sql.lower()
+            if mismatched_keys(item.gold_sql, schemas[item.db_url]):
+                flagged.append(item.item_id)
+    assert compared > 200 and flagged == []

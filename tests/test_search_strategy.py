@@ -393,6 +393,19 @@ def test_a_value_required_of_two_columns_is_revised_with_every_problem_told(conc
     assert answer.sql.startswith(FRANCE)
 
 
+def test_a_foreign_key_compared_with_the_wrong_column_is_revised(concert) -> None:
+    wrong = ("SELECT T1.Name FROM stadium AS T1 WHERE T1.Name IN "
+             "(SELECT Stadium_ID FROM concert WHERE Year = 2014)")
+    right = ("SELECT T1.Name FROM stadium AS T1 WHERE T1.Stadium_ID IN "
+             "(SELECT Stadium_ID FROM concert WHERE Year = 2014)")
+    llm = Scripted(understand="{}", sql_generation=sql(wrong), sql_revision=sql(right))
+    answer = run(concert, "Which stadiums had a concert in 2014?", llm, rollouts=1, early_stop=0,
+                 discriminator=False, actions="sql_revision")
+    told = next(r for r in llm.requests if stage_of(r) == "sql_revision").messages[-1].content
+    assert "concert.Stadium_ID holds stadium.Stadium_ID" in told
+    assert answer.sql.startswith(right)
+
+
 @pytest.mark.parametrize("baseline_sample", ["always", "never"])
 def test_the_first_direct_sample_is_the_zero_shot_generators_and_revised_in_its_conversation(
         concert, baseline_sample) -> None:

@@ -132,6 +132,88 @@ def requalified(sql: str, error: str, schema: Schema) -> str | None:
     return tree.sql(dialect=schema.dialect)
 
 
+def mismatched_keys(sql: str, schema: Schema) -> list[str]:
+    """Comparisons of a foreign key with a column of the table it references other than the
+    one it references, each as a sentence naming the right column.
+
+    The query runs, so no error tells the model: LogicCat's AirCraft has
+    `aircraft.Aircraft IN (SELECT Winning_Aircraft FROM match)`, a name against
+    `match.Winning_Aircraft`, which holds `aircraft.Aircraft_ID`; Spider's 1.5B answers join
+    `T1.Name = T2.Singer_ID` alike. Both sides are resolved in their own SELECT (a bare column
+    by the one table there that has it); an equality and an IN with a one-column subquery are
+    read, nothing else.
+    """
+    tree = parse_untrusted(sql, schema.dialect)
+    if tree is None:
+        return []
+    found: list[str] = []
+    for node in tree.find_all(exp.EQ, exp.In):
+        if isinstance(node, exp.EQ):
+            pair = (node.left, node.right)
+        else:
+            query = node.args.get("query")
+            select = query.this if isinstance(query, exp.Subquery) else query
+            if not isinstance(select, exp.Select) or len(select.expressions) != 1:
+                continue
+            pair = (node.this, select.expressions[0].unalias())
+        left, right = (_resolved(side, schema) for side in pair)
+        if left is None or right is None:
+            continue
+        for key, other in ((left, right), (right, left)):
+            hint = _key_mismatch(key, other)
+            if hint and hint not in found:
+                found.append(hint)
+    return found
+
+
+def _resolved(node: exp.Expression, schema: Schema) -> tuple[Any, str] | None:
+    """(table, column name) of a column reference, in the SELECT it belongs to."""
+    if not isinstance(node, exp.Column) or not node.name:
+        return None
+    scope = node.find_ancestor(exp.Select)
+    if scope is None:
+        return None
+    tables = {(t.alias or t.name).lower(): real for t in scope.find_all(exp.Table)
+              if t.find_ancestor(exp.Select) is scope and (real := schema.table(t.name)) is not None}
+    if node.table:
+        table = tables.get(node.table.lower())
+        owners = [table] if table is not None and table.column(node.name) is not None else []
+    else:
+        owners = list({id(t): t for t in tables.values() if t.column(node.name) is not None}.values())
+    if len(owners) != 1:
+        return None
+    column = owners[0].column(node.name)
+    return owners[0], column.name
+
+
+def _key_mismatch(key: tuple[Any, str], other: tuple[Any, str]) -> str | None:
+    """What is wrong when `key` is a foreign key and `other` is neither the column it holds nor
+    another key to that column (None when nothing is, or `key` is no foreign key)."""
+    table, column = key
+    other_table, other_column = other
+    if other_table is table:
+        return None
+    for fk in table.foreign_keys:
+        if len(fk.columns) != 1 or len(fk.ref_columns) != 1 or fk.columns[0].lower() != column.lower():
+            continue
+        target = (fk.ref_table.lower(), fk.ref_columns[0].lower())
+        if (other_table.name.lower(), other_column.lower()) == target or target in _targets(other_table, other_column):
+            return None
+        if (table.name.lower(), column.lower()) in _targets(other_table, other_column):
+            return None  # the other side is a key to this one
+        join = "" if other_table.name.lower() == target[0] else f" (join {fk.ref_table})"
+        return (f"It compares {other_table.name}.{other_column} with {table.name}.{column}, "
+                f"but {table.name}.{column} holds {fk.ref_table}.{fk.ref_columns[0]}: compare "
+                f"{fk.ref_table}.{fk.ref_columns[0]} with it{join}.")
+    return None
+
+
+def _targets(table: Any, column: str) -> set[tuple[str, str]]:
+    """The (table, column) pairs `table.column` refers to as a one-column foreign key."""
+    return {(fk.ref_table.lower(), fk.ref_columns[0].lower()) for fk in table.foreign_keys
+            if len(fk.columns) == 1 and len(fk.ref_columns) == 1 and fk.columns[0].lower() == column.lower()}
+
+
 def _join_key(column: exp.Column, tables: dict[str, Any]) -> str | None:
     """In a join condition `q.c = r.d`, the column of q's table a foreign key pairs with r.d."""
     equality = column.parent

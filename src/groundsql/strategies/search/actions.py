@@ -17,7 +17,8 @@ start by writing SQL do without it (see `messages`).
     sql_revision       after an error, an empty result caused by a value not in the data, a
                        comparison with a number the question does not state (guessed), a
                        filter on a text value neither the question nor the data has (invented),
-                       or a value required of two columns that the question names once (doubled)
+                       or a value required of two columns that the question names once (doubled),
+                       or a foreign key compared with a column other than the one it holds
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from groundsql.schema import Schema
 from groundsql.schema.linking import connect, join_graph
 from groundsql.strategies.answer import Trace
 from groundsql.strategies.context import Context, extract_sql, name_list, parse_json
-from groundsql.strategies.feedback import error_feedback
+from groundsql.strategies.feedback import error_feedback, mismatched_keys
 from groundsql.understanding import (CalculatorError, Quantity, bind_constants, evaluate, read_stored,
                                      sql_value, unstated_numbers)
 
@@ -429,6 +430,11 @@ class SearchEnvironment:
                 error = (f"It filters on {shown}, which the question does not mention and no row holds: "
                          "drop that filter, or filter on a value the question names.")
                 record["invented"] = invented
+        if error is None:
+            mismatched = mismatched_keys(checked.sql, self.ctx.schema)
+            if mismatched:
+                error = "\n".join(mismatched)
+                record["mismatched_keys"] = mismatched
         # Told apart from the other problems: an empty result from a value not in the data
         # often comes with it, and the revision should mend both.
         doubled = doubled_filter_values(checked.sql, self.problem.question, self.problem.schema,
