@@ -393,6 +393,19 @@ def test_a_value_required_of_two_columns_is_revised_with_every_problem_told(conc
     assert answer.sql.startswith(FRANCE)
 
 
+@pytest.mark.parametrize("understanding", [True, False])
+def test_the_rule_bases_formulas_that_fit_the_question_are_shown_to_every_sample(car, understanding) -> None:
+    llm = Scripted(understand="{}", sql_generation=sql("SELECT 0.5 * Weight * 27.78 * 27.78 FROM cars"))
+    answer = run(car, "A car of 1500 kg travels at 100 km/h: what is its kinetic energy in joules?", llm,
+                 rollouts=1, early_stop=0, discriminator=False, baseline_sample="never",
+                 understanding=understanding)
+    asked = [r for r in llm.requests if stage_of(r) == "sql_generation"]
+    shown = "- kinetic energy of a moving mass: energy = 0.5 * mass * speed ** 2"
+    # Without understanding (the ablation) the rule base offers nothing.
+    assert asked and all((shown in r.messages[1].content) == understanding for r in asked)
+    assert any(s.name == "formulas" for s in answer.steps) == understanding
+
+
 def test_a_foreign_key_compared_with_the_wrong_column_is_revised(concert) -> None:
     wrong = ("SELECT T1.Name FROM stadium AS T1 WHERE T1.Name IN "
              "(SELECT Stadium_ID FROM concert WHERE Year = 2014)")

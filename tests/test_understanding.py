@@ -440,6 +440,30 @@ def test_packaged_rules() -> None:
     assert [f.name for f in rules.formulas_for(["mass", "speed"])] == ["kinetic_energy"]
 
 
+# (question, the formulas the rule base offers it): the question's numbers measure two of a
+# formula's quantities, or one with every other named; only the best-measured are kept.
+APPLYING = [
+    ("If a Robinson R-22 helicopter has a total rotor disc area of 46.2 square meters and a maximum "
+     "rotor disc loading of 14 kilograms per square meter, what is its lift?", ["lift_from_disk_loading"]),
+    ("A car of 1500 kg travels at 100 km/h: what is its kinetic energy in joules?", ["kinetic_energy"]),
+    ("If the battery capacity of a Tesla Model S is increased to 1000 kWh, will its range exceed "
+     "10,000 km at an energy consumption of 0.2 kWh per kilometer?", ["electric_range"]),
+    # One number, its formula's other quantities named: "traction force", "acceleration".
+    ("If a car weighs 1500kg, what traction force gives it an acceleration of 3?", ["newton_second_law"]),
+    # Numbers without physical units, and no numbers: nothing (no Spider question gets one).
+    ("How many cars have more than 150 horsepower and a weight below 3000?", []),
+    ("What is the average speed of the trains?", []),
+    ("A bridge is 1834 meters long: how many bridges are longer?", []),
+]
+
+
+@pytest.mark.parametrize("question, names", APPLYING, ids=[q[:40] for q, _ in APPLYING])
+def test_the_formulas_a_questions_quantities_fit(question: str, names: list[str]) -> None:
+    rules = default_rules()
+    offered = rules.formulas_applying(question, extract_quantities(question, rules))
+    assert [f.name for f in offered] == names
+
+
 KINDS = [
     ("N*m", "torque"), ("J", "energy"), ("kWh", "energy"), ("L/100km", "fuel_consumption"),
     ("m**2", "area"), ("Hz", "frequency"), ("rpm", "angular_speed"), ("kg/m³", "density"),

@@ -443,6 +443,34 @@ class RuleBase:
         return tuple(f for f in self.formulas
                      if expression_names(Relation.parse(f.relation).right) <= have)
 
+    def formulas_applying(self, question: str, quantities: Iterable[Any], limit: int = 3) -> tuple[Formula, ...]:
+        """The formulas a question's quantities fit, for the prompt (IESR's rule base gives the
+        model its formulas; the 1.5B model otherwise invents them: `Max_Gross_Weight *
+        Max_Disk_Loading` for the lift of a rotor of stated disk area and disk loading).
+
+        A formula fits when the question's numbers measure (by their units) two of its
+        quantities and at most one of the others is neither measured nor named by one of its
+        words ("gross weight", "wind speed"), or one, with every other named; of those, only the
+        formulas measured most are kept (a word alone is weak evidence: "battery capacity"
+        names a volume).
+        """
+        from groundsql.understanding.calculator import expression_names
+
+        measured = {kind for q in quantities if getattr(q, "physical", False)
+                    and (kind := self.kind_of(q.unit)) is not None}
+        text = f" {_normal(question)} "
+        named = {name for word, name in self._words.items() if f" {word} " in text}
+        ranked = []
+        for formula in self.formulas:
+            relation = Relation.parse(formula.relation)
+            kinds = (expression_names(relation.left) | expression_names(relation.right)) & set(self.data.quantities)
+            unknown = kinds - measured - named
+            fit = len(kinds & measured)
+            if len(kinds) >= 2 and fit and len(unknown) <= 1 and (fit >= 2 or not unknown):
+                ranked.append((fit, formula))
+        best = max((fit for fit, _ in ranked), default=0)
+        return tuple(formula for fit, formula in ranked if fit == best)[:limit]
+
 
 @lru_cache(maxsize=1)
 def default_rules() -> RuleBase:

@@ -125,15 +125,20 @@ def _understand(ctx: Context, question: str, compressed: CompressedSchema, confi
     rules = default_rules()
     quantities = extract_quantities(question, rules)
     constants = named_constants(quantities)
-    facts = []
     # A number a column stores is said so: the query reads or filters the column (fields.py).
     stored = {name: columns_for(q, compressed.schema, rules) for name, q in constants.items()}
     lines = sql_constants(quantities, rules=rules, stored=stored)
-    if lines:
-        facts.append("Numbers of the question (names for formulas):\n" + "\n".join(f"- {x}" for x in lines))
-    if compressed.values:
-        facts.append("Values of the question found in the data:\n"
-                     + "\n".join(f"- {v}" for v in compressed.values))
+    numbers = "Numbers of the question (names for formulas):\n" + "\n".join(f"- {x}" for x in lines)
+    # The rule base's formulas that the question's quantities fit: the 1.5B model otherwise
+    # invents the physics (LogicCat: `Max_Gross_Weight * Max_Disk_Loading` for the lift of a
+    # rotor of stated disk area and disk loading). No Spider question has one.
+    formulas = rules.formulas_applying(question, quantities) if config.understanding else ()
+    if formulas:
+        with trace.step("formulas") as step:
+            step["relations"] = [f.relation for f in formulas]
+    known = "Formulas that may apply:\n" + "\n".join(f"- {f.description}: {f.relation}" for f in formulas)
+    values = "Values of the question found in the data:\n" + "\n".join(f"- {v}" for v in compressed.values)
+    facts = [fact for fact, shown in ((numbers, lines), (known, formulas), (values, compressed.values)) if shown]
     gen = ctx.settings.generation
     schema_text = render_schema(compressed.schema, "m-schema", with_examples=gen.with_examples)
 
@@ -154,7 +159,7 @@ def _understand(ctx: Context, question: str, compressed: CompressedSchema, confi
     # copies of stored values (`67054745 * ...`) where the columns were meant, and zero-shot,
     # which is not shown them, read the columns (LogicCat, 40 questions: 3 of 22 against 1 of
     # 40). The calculator's numbers serve the reasoning trajectories (equation analysis).
-    direct = (system, question_turn(facts[1:] if lines else facts))
+    direct = (system, question_turn([fact for fact in facts if fact is not numbers]))
 
     def understand() -> tuple[Message, ...]:
         """The semantic state: one structured call, asked when a trajectory first needs it."""
