@@ -16,7 +16,6 @@ dropped ("blade_kinetic_energy" -> kinetic energy -> energy).
 
 from __future__ import annotations
 
-import ast
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -67,29 +66,6 @@ class Formula(_Strict):
     name: Identifier
     relation: str
     description: str = ""
-
-    def solved_forms(self) -> tuple[str, ...]:
-        """The relation solved for each quantity of its right side, where that side is a
-        product and quotient of quantities and numbers (`mass = area * area_loading` gives
-        `area = mass / area_loading` and `area_loading = mass / area`); () for any other
-        shape. A small model asked for the disk loading of a stated weight multiplied the
-        formula's right side instead of dividing."""
-        left, right = (side.strip() for side in self.relation.split("=", 1))
-        factors = _monomial(ast.parse(right, mode="eval").body)
-        if not left.isidentifier() or factors is None:
-            return ()
-        numbers = [str(f) for f, up in factors if not isinstance(f, str) and up]
-        above = [f for f, up in factors if isinstance(f, str) and up]
-        below = [f for f, up in factors if isinstance(f, str) and not up]
-        if any(not isinstance(f, str) and not up for f, up in factors):
-            return ()
-        forms = []
-        for name in above:
-            others = numbers + [f for f in above if f != name]
-            forms.append(f"{name} = {_fraction([left, *below], others)}")
-        for name in below:
-            forms.append(f"{name} = {_fraction(numbers + above, [left, *[f for f in below if f != name]])}")
-        return tuple(forms)
 
 
 class RulesFile(_Strict):
@@ -505,27 +481,6 @@ def default_rules() -> RuleBase:
 # ------------------------------------------------------------------------------------------
 # Helpers
 # ------------------------------------------------------------------------------------------
-
-
-def _monomial(node: ast.expr, up: bool = True) -> list[tuple[str | float, bool]] | None:
-    """The factors of a product and quotient of names and numbers, each with whether it
-    multiplies (True) or divides; None for any other expression."""
-    if isinstance(node, ast.Name):
-        return [(node.id, up)]
-    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
-        return [(node.value, up)]
-    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div)):
-        left = _monomial(node.left, up)
-        right = _monomial(node.right, up if isinstance(node.op, ast.Mult) else not up)
-        return None if left is None or right is None else left + right
-    return None
-
-
-def _fraction(above: list[str], below: list[str]) -> str:
-    top = " * ".join(above) or "1"
-    if not below:
-        return top
-    return f"{top} / {below[0]}" if len(below) == 1 else f"{top} / ({' * '.join(below)})"
 
 
 def _normal(text: str) -> str:

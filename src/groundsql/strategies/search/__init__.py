@@ -136,9 +136,7 @@ def _understand(ctx: Context, question: str, compressed: CompressedSchema, confi
     if formulas:
         with trace.step("formulas") as step:
             step["relations"] = [f.relation for f in formulas]
-    known = "Formulas that may apply:\n" + "\n".join(
-        f"- {f.description}: {f.relation}" + (f" (so {'; '.join(f.solved_forms())})" if f.solved_forms() else "")
-        for f in formulas)
+    known = "Formulas that may apply:\n" + "\n".join(f"- {f.description}: {f.relation}" for f in formulas)
     values = "Values of the question found in the data:\n" + "\n".join(f"- {v}" for v in compressed.values)
     facts = [fact for fact, shown in ((numbers, lines), (known, formulas), (values, compressed.values)) if shown]
     gen = ctx.settings.generation
