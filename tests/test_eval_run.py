@@ -102,6 +102,7 @@ def test_bird_and_jsonl_loaders(tmp_path: Path) -> None:
 
 
 def test_spider_hardness_rules() -> None:
+    shared_file(SPIDER / "dev.json")
     items = {i.gold_sql: i.category for i in load_benchmark(SPIDER)}
     assert items["SELECT count(*) FROM singer"] == "easy"
     assert items["SELECT name ,  country ,  age FROM singer ORDER BY age DESC"] == "medium"
