@@ -113,9 +113,7 @@ def requalified(sql: str, error: str, schema: Schema) -> str | None:
         return None
     written = {(t.alias or t.name).lower(): t.alias or t.name for t in tree.find_all(exp.Table)}
     for column in wrong:
-        scope = column.find_ancestor(exp.Select)
-        tables = {(t.alias or t.name).lower(): real for t in tree.find_all(exp.Table)
-                  if t.find_ancestor(exp.Select) is scope and (real := schema.table(t.name)) is not None}
+        tables = _scope_tables(column.find_ancestor(exp.Select), tree, schema)
         if column.find_ancestor(exp.Join) is not None:
             key = _join_key(column, tables)
             if key is None:
@@ -133,8 +131,8 @@ def requalified(sql: str, error: str, schema: Schema) -> str | None:
 
 
 def mismatched_keys(sql: str, schema: Schema) -> list[str]:
-    """Comparisons of a foreign key with a column of the table it references other than the
-    one it references, each as a sentence naming the right column.
+    """Comparisons of a foreign key with a column other than the one it references (or another
+    key to that column), each as a sentence naming the right column.
 
     The query runs, so no error tells the model: LogicCat's AirCraft has
     `aircraft.Aircraft IN (SELECT Winning_Aircraft FROM match)`, a name against
@@ -173,8 +171,7 @@ def _resolved(node: exp.Expression, schema: Schema) -> tuple[Any, str] | None:
     scope = node.find_ancestor(exp.Select)
     if scope is None:
         return None
-    tables = {(t.alias or t.name).lower(): real for t in scope.find_all(exp.Table)
-              if t.find_ancestor(exp.Select) is scope and (real := schema.table(t.name)) is not None}
+    tables = _scope_tables(scope, scope, schema)
     if node.table:
         table = tables.get(node.table.lower())
         owners = [table] if table is not None and table.column(node.name) is not None else []
@@ -197,10 +194,10 @@ def _key_mismatch(key: tuple[Any, str], other: tuple[Any, str]) -> str | None:
         if len(fk.columns) != 1 or len(fk.ref_columns) != 1 or fk.columns[0].lower() != column.lower():
             continue
         target = (fk.ref_table.lower(), fk.ref_columns[0].lower())
-        if (other_table.name.lower(), other_column.lower()) == target or target in _targets(other_table, other_column):
+        # The column it holds, another key to that column, or a key to this one: all fine.
+        fine = {target, (table.name.lower(), column.lower())}
+        if (other_table.name.lower(), other_column.lower()) == target or fine & _targets(other_table, other_column):
             return None
-        if (table.name.lower(), column.lower()) in _targets(other_table, other_column):
-            return None  # the other side is a key to this one
         join = "" if other_table.name.lower() == target[0] else f" (join {fk.ref_table})"
         return (f"It compares {other_table.name}.{other_column} with {table.name}.{column}, "
                 f"but {table.name}.{column} holds {fk.ref_table}.{fk.ref_columns[0]}: compare "
@@ -212,6 +209,12 @@ def _targets(table: Any, column: str) -> set[tuple[str, str]]:
     """The (table, column) pairs `table.column` refers to as a one-column foreign key."""
     return {(fk.ref_table.lower(), fk.ref_columns[0].lower()) for fk in table.foreign_keys
             if len(fk.columns) == 1 and len(fk.ref_columns) == 1 and fk.columns[0].lower() == column.lower()}
+
+
+def _scope_tables(scope: exp.Expression | None, tree: exp.Expression, schema: Schema) -> dict[str, Any]:
+    """The schema's tables a SELECT reads itself (not its subqueries'), by alias or name."""
+    return {(t.alias or t.name).lower(): real for t in tree.find_all(exp.Table)
+            if t.find_ancestor(exp.Select) is scope and (real := schema.table(t.name)) is not None}
 
 
 def _join_key(column: exp.Column, tables: dict[str, Any]) -> str | None:
