@@ -26,6 +26,12 @@ def shared_file(path: Path) -> Path:
     return path
 
 
+def shared_benchmark(name: str) -> Path:
+    """A shared benchmark's folder (`spider_dev`, `logiccat`); skips like `shared_file`."""
+    shared_file(BENCHMARKS / name / "dev.json")
+    return BENCHMARKS / name
+
+
 def spider_db(name: str) -> Path:
     return shared_file(SPIDER / "database" / name / f"{name}.sqlite")
 

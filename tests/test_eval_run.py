@@ -15,7 +15,7 @@ from groundsql.evaluation.configs import parse_config
 from groundsql.evaluation.datasets import load_benchmark
 from groundsql.evaluation.hardness import spider_hardness
 from groundsql.evaluation.runner import EvalRun, bank_from_items, load_records, sample
-from tests.conftest import BENCHMARKS, SPIDER, shared_file, spider_db
+from tests.conftest import SPIDER, shared_benchmark, spider_db
 from tests.test_llm import Scripted
 
 EVAL = Settings().model_copy(
@@ -62,15 +62,14 @@ def test_bad_configs(spec: str, message: str) -> None:
 
 
 def test_spider_loader_keeps_hardness() -> None:
-    shared_file(SPIDER / "dev.json")  # skipped where the shared data is missing, like the others
-    items = load_benchmark(SPIDER)
+    items = load_benchmark(shared_benchmark("spider_dev"))
     assert len(items) == 479 and items[0].db_id == "concert_singer"
     assert {i.category for i in items} == {"easy", "medium", "hard", "extra"}
     assert Path(items[0].db_url.removeprefix("sqlite:///")).is_file()
 
 
 def test_logiccat_loader_keeps_type() -> None:
-    items = load_benchmark(BENCHMARKS / "logiccat")
+    items = load_benchmark(shared_benchmark("logiccat"))
     assert {i.category for i in items} == {"type 1", "type 2", "type 3", "type 4"}
     assert "step" in items[0].metadata
 
@@ -102,8 +101,7 @@ def test_bird_and_jsonl_loaders(tmp_path: Path) -> None:
 
 
 def test_spider_hardness_rules() -> None:
-    shared_file(SPIDER / "dev.json")
-    items = {i.gold_sql: i.category for i in load_benchmark(SPIDER)}
+    items = {i.gold_sql: i.category for i in load_benchmark(shared_benchmark("spider_dev"))}
     assert items["SELECT count(*) FROM singer"] == "easy"
     assert items["SELECT name ,  country ,  age FROM singer ORDER BY age DESC"] == "medium"
     raw = json.loads((SPIDER / "dev.json").read_text())
@@ -112,7 +110,7 @@ def test_spider_hardness_rules() -> None:
 
 
 def test_sample_is_fixed_by_seed() -> None:
-    items = load_benchmark(SPIDER)
+    items = load_benchmark(shared_benchmark("spider_dev"))
     a, b = sample(items, 20, seed=3), sample(items, 20, seed=3)
     assert [i.item_id for i in a] == [i.item_id for i in b] and len(a) == 20
     assert [i.item_id for i in sample(items, 20, seed=4)] != [i.item_id for i in a]
@@ -123,7 +121,7 @@ def test_sample_is_fixed_by_seed() -> None:
 
 
 def _concert_items(n: int):
-    return [i for i in load_benchmark(SPIDER) if i.db_id == "concert_singer"][:n]
+    return [i for i in load_benchmark(shared_benchmark("spider_dev")) if i.db_id == "concert_singer"][:n]
 
 
 def test_run_scores_and_resumes(tmp_path: Path) -> None:
@@ -183,7 +181,7 @@ def test_a_bug_on_one_item_is_recorded_and_the_run_goes_on(tmp_path: Path, monke
 
 
 def test_few_shot_run_uses_other_databases(tmp_path: Path) -> None:
-    items = load_benchmark(SPIDER)
+    items = load_benchmark(shared_benchmark("spider_dev"))
     run = EvalRun(
         items=_concert_items(1),
         configs=[parse_config("few-shot:k=3", EVAL)],
@@ -211,7 +209,7 @@ def test_broken_gold_is_listed_not_counted(tmp_path: Path) -> None:
 @pytest.mark.parametrize("benchmark", ["spider_dev", "logiccat"])
 def test_gold_against_gold_is_perfect(tmp_path: Path, benchmark: str) -> None:
     """The harness's own check: every gold query that runs scores 100% against itself."""
-    items = load_benchmark(BENCHMARKS / benchmark)
+    items = load_benchmark(shared_benchmark(benchmark))
     EvalRun(items=items, configs=[parse_config("gold", EVAL)], out_dir=tmp_path).run()
     records = load_records(tmp_path / "results.jsonl")
     scored = [r for r in records if "gold_error" not in r]
