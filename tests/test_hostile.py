@@ -126,7 +126,7 @@ def test_checks_that_read_model_sql_pass_a_degenerate_query_by(tmp_path: Path) -
     from groundsql.grounding.values import doubled_filter_values, missing_filter_values
     from groundsql.safety import parse_untrusted
     from groundsql.strategies.feedback import error_feedback, repaired
-    from groundsql.understanding import bind_constants, read_stored, unstated_numbers
+    from groundsql.understanding import bind_constants, drop_restated_filters, read_stored, unstated_numbers
 
     path = tmp_path / "t.sqlite"
     with sqlite3.connect(path) as conn:
@@ -140,6 +140,7 @@ def test_checks_that_read_model_sql_pass_a_degenerate_query_by(tmp_path: Path) -
     assert unstated_numbers(DEEP, "how many?", "sqlite") == []
     assert bind_constants(DEEP, {"x": 1.0}, schema, "sqlite") == (DEEP, [])
     assert read_stored(DEEP, {1.0: ["t.a"]}, schema, "sqlite") == (DEEP, [])
+    assert drop_restated_filters(DEEP, {1.0: ["t.a"]}, schema, "sqlite") == (DEEP, [])
     assert doubled_filter_values(DEEP, "q", schema, "sqlite") == []
     from groundsql.config import SafetyConfig
     assert missing_filter_values(DEEP, db, schema, SafetyConfig()) == []

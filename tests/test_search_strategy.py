@@ -341,6 +341,24 @@ def test_a_number_the_data_stores_is_read_from_its_column(car, written: str, key
     assert generation.detail[key] == told
 
 
+@pytest.mark.parametrize("question, written, expected", [
+    # a measurement restated of the named car: the name finds the row
+    ("Assuming the Corolla has a cargo capacity of 500 L, how many 50 L boxes fit in it?",
+     "SELECT Cargo_Capacity / 50 FROM cars WHERE Model = 'Corolla' AND Cargo_Capacity = 500",
+     "SELECT Cargo_Capacity / 50 FROM cars WHERE Model = 'Corolla'"),
+    # a count or an amount of money is no measurement: it may select the rows
+    ("Assuming Toyota has annual sales of 450,000 vehicles, what is half of it?",
+     "SELECT Annual_Sales / 2 FROM manufacturers WHERE Name = 'Toyota' AND Annual_Sales = 450000", None),
+])
+def test_a_named_rows_restated_measurement_is_not_a_filter(car, question: str, written: str,
+                                                          expected: str | None) -> None:
+    llm = Scripted(understand="{}", sql_generation=sql(written))
+    answer = run(car, question, llm, rollouts=1, early_stop=0, discriminator=False, actions="sql_revision")
+    generation = next(s for s in answer.steps if s.name == "sql_generation")
+    assert generation.detail["sql"].startswith(expected or written)
+    assert ("unfiltered" in generation.detail) == (expected is not None)
+
+
 def test_on_a_database_with_rows_finding_nothing_alike_is_agreement(concert) -> None:
     # Spider's pets_1: no student keeps both a cat and a dog, and the variants rarely plant one
     # who does; the right queries agree on the empty answer, and that agreement counts.

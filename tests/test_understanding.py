@@ -25,6 +25,7 @@ from groundsql.understanding import (
     evaluate,
     extract_quantities,
     named_constants,
+    drop_restated_filters,
     read_stored,
     semantic_state,
     sql_constants,
@@ -701,6 +702,33 @@ READING = [
 def test_read_stored_values_from_their_columns(sql: str, expected: str | None) -> None:
     read, columns = read_stored(sql, STATED, STORED_SCHEMA, "sqlite")
     assert read == (expected or sql) and bool(columns) == (expected is not None)
+
+
+# A named row's restated measurements are not filters (drop_restated_filters).
+RESTATED = {14.0: ["mill.Blade_Length"], 2467.0: ["bridge.Length_Meters"], 1500.0: ["cars.Weight"]}
+UNFILTERING = [
+    ("SELECT Blade_Length * 2 FROM mill WHERE Name = 'Moulin' AND Blade_Length = 14",
+     "SELECT Blade_Length * 2 FROM mill WHERE Name = 'Moulin'"),
+    # either way round, qualified, in parentheses, beside LIKE; other filters stay
+    ("SELECT m.Blade_Length / 2 FROM mill AS m WHERE (14 = m.Blade_Length) AND m.Name LIKE '%Moulin%' AND m.Height_Meters > 3",
+     "SELECT m.Blade_Length / 2 FROM mill AS m WHERE m.Name LIKE '%Moulin%' AND m.Height_Meters > 3"),
+    ("SELECT b.Length_Meters * c.Weight FROM bridge AS b, cars AS c WHERE b.Name = 'Forth' AND b.Length_Meters = 2467 AND c.Weight = 1500",
+     "SELECT b.Length_Meters * c.Weight FROM bridge AS b CROSS JOIN cars AS c WHERE b.Name = 'Forth'"),
+    ("SELECT Name FROM mill WHERE Name = 'Moulin' AND Blade_Length = 14", None),  # lists rows: selects by it
+    ("SELECT Weight * 2 FROM cars WHERE Weight = 1500", None),  # no name finds the row
+    ("SELECT Weight * 2 FROM cars WHERE Model = 'X' OR Weight = 1500", None),  # not a conjunct
+    ("SELECT Weight * 2 FROM cars WHERE Model = 'X' AND Weight > 1500", None),  # a range selects
+    ("SELECT Weight * 2 FROM cars WHERE Model = 'X' AND Cargo_Capacity = 1500", None),  # not its column
+    ("SELECT Blade_Length * 2 FROM mill AS m, bridge AS b WHERE b.Name = 'X' AND b.Length_Meters = 14", None),
+    ("SELECT Weight * 2 FROM cars WHERE Model = 'X' AND Weight = '1500'", None),  # text
+    ("SELECT FROM WHERE", None),
+]
+
+
+@pytest.mark.parametrize("sql, expected", UNFILTERING, ids=[b[0][:50] for b in UNFILTERING])
+def test_a_named_rows_restated_measurements_are_not_filters(sql: str, expected: str | None) -> None:
+    unfiltered, dropped = drop_restated_filters(sql, RESTATED, STORED_SCHEMA, "sqlite")
+    assert unfiltered == (expected or sql) and bool(dropped) == (expected is not None)
 
 
 @pytest.mark.parametrize("sql, expected", BINDING, ids=[b[0][:40] for b in BINDING])

@@ -10,6 +10,7 @@ unit-aware calculator, so the model never does arithmetic or unit conversion its
   unstated.py    unstated_numbers(sql, question): numbers a query compares with but nobody gave
   binding.py     bind_constants(sql, values, schema): constant names written as columns -> numbers
                  read_stored(sql, stated, schema): the question's copies of stored values -> columns
+                 drop_restated_filters(sql, stated, schema): a named row's restated values, unfiltered
   state.py       semantic_state(reply, request, question): the model's semantic state, less echoes
 """
 
@@ -24,7 +25,7 @@ from groundsql.understanding.calculator import (
     sql_constants,
     sql_value,
 )
-from groundsql.understanding.binding import bind_constants, read_stored
+from groundsql.understanding.binding import bind_constants, drop_restated_filters, read_stored
 from groundsql.understanding.fields import columns_for
 from groundsql.understanding.state import STATE_SCHEMA, semantic_state
 from groundsql.understanding.unstated import unstated_numbers
@@ -58,6 +59,7 @@ __all__ = [
     "evaluate",
     "extract_quantities",
     "named_constants",
+    "drop_restated_filters",
     "read_stored",
     "semantic_state",
     "sql_constants",

@@ -13,7 +13,9 @@ with no column (`curb_weight = 1` is a filter on a misnamed column, not arithmet
 A constant the data stores ("a total rotor disc area of 46.2 square meters" is the row's
 Total_Disk_Area, fields.py) is bound to that column instead, when its table is in the query:
 the question restates the row, and the query should read the row, not the copy; a comparison
-on it is then the filter the model meant.
+on it is then the filter the model meant. And where the query finds the row by its name, a
+filter on such a restated measurement is dropped: the name finds the row, the measurement
+only describes it (`drop_restated_filters`).
 """
 
 from __future__ import annotations
@@ -27,9 +29,10 @@ from sqlglot import exp
 from groundsql.safety import parse_untrusted
 from groundsql.schema import Schema
 
-__all__ = ["bind_constants", "read_stored"]
+__all__ = ["bind_constants", "drop_restated_filters", "read_stored"]
 
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Pow)
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Between, exp.In)
 
 
@@ -131,3 +134,73 @@ def read_stored(sql: str, stated: Mapping[float, Sequence[str]], schema: Schema,
                 literal.replace(home)
                 read.append(home.sql(dialect=dialect))
     return (tree.sql(dialect=dialect), read) if read else (sql, [])
+
+
+def drop_restated_filters(sql: str, stated: Mapping[float, Sequence[str]], schema: Schema,
+                          dialect: str) -> tuple[str, list[str]]:
+    """`sql` without the filters that require a named row to hold the measurements the
+    question restates of it, and the filters dropped.
+
+    "Assuming a Robinson R-22 aircraft has a maximum gross weight of 635 kg ... what is the
+    new disc loading?" names the row and describes it; the 1.5B model filters on both
+    (`WHERE Aircraft = 'Robinson R-22' AND Max_Gross_Weight = 635 ...`), which finds nothing
+    once the data holds another weight. A conjunct `column = number` goes when the number is
+    one the question states of that column (`stated`: the number -> the "table.column" names
+    that store it, fields.py; the caller passes measurements with units only), the same WHERE
+    finds the row by a text value (`= 'X'`, `LIKE`), and the query computes a value from the
+    row (arithmetic in its SELECT list). A query that lists rows (`SELECT Name ... WHERE
+    Material = 'Steel' AND Length_Meters = 100`) selects by the number and keeps it; so does
+    one with no name to find the row by. Over the LogicCat and Spider gold queries, no WHERE
+    pairs a text filter with a stated measurement (the 15 that filter on one have no name)."""
+    tree = parse_untrusted(sql, dialect) if stated else None
+    where = tree.args.get("where") if isinstance(tree, exp.Select) else None
+    if where is None or not any(p.find(*_ARITHMETIC) for p in tree.expressions):
+        return sql, []
+    conjuncts = [c.unnest() for c in (where.this.flatten() if isinstance(where.this, exp.And) else [where.this])]
+    if not any(_names_a_row(c) for c in conjuncts):
+        return sql, []
+    tables, _ = _tables(tree, schema)
+    kept, dropped = [], []
+    for conjunct in conjuncts:
+        if _restates(conjunct, stated, tables):
+            dropped.append(conjunct.sql(dialect=dialect))
+        else:
+            kept.append(conjunct)
+    if not dropped:
+        return sql, []
+    tree.set("where", exp.Where(this=exp.and_(*kept)))
+    return tree.sql(dialect=dialect), dropped
+
+
+def _names_a_row(condition: exp.Expression) -> bool:
+    """`column = 'text'` or `column LIKE 'text'`, either way round."""
+    if not isinstance(condition, (exp.EQ, exp.Like, exp.ILike)):
+        return False
+    sides = (condition.this, condition.expression)
+    return (any(isinstance(s, exp.Column) for s in sides)
+            and any(isinstance(s, exp.Literal) and s.is_string for s in sides))
+
+
+def _restates(condition: exp.Expression, stated: Mapping[float, Sequence[str]], tables: dict) -> bool:
+    """`column = number` where the question states the number of that very column."""
+    if not isinstance(condition, exp.EQ):
+        return False
+    column, literal = condition.this, condition.expression
+    if isinstance(column, exp.Literal):
+        column, literal = literal, column
+    if not isinstance(column, exp.Column) or not isinstance(literal, exp.Literal) or literal.is_string:
+        return False
+    try:
+        value = float(literal.this)
+    except ValueError:
+        return False
+    qualifier = column.table.lower()
+    for qualified in stated.get(value, ()):
+        table_name, _, column_name = qualified.partition(".")
+        if column_name.lower() != column.name.lower():
+            continue
+        owners = [t for alias, t in tables.items() if t.name.lower() == table_name.lower()
+                  and (not qualifier or alias == qualifier)]
+        if owners:
+            return True
+    return False

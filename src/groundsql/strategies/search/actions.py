@@ -40,8 +40,8 @@ from groundsql.schema.linking import connect, join_graph
 from groundsql.strategies.answer import Trace
 from groundsql.strategies.context import Context, extract_sql, name_list, parse_json
 from groundsql.strategies.feedback import error_feedback, mismatched_keys
-from groundsql.understanding import (CalculatorError, Quantity, bind_constants, evaluate, read_stored,
-                                     sql_value, unstated_numbers)
+from groundsql.understanding import (CalculatorError, Quantity, bind_constants, drop_restated_filters,
+                                     evaluate, read_stored, sql_value, unstated_numbers)
 
 __all__ = ["Problem", "Step", "Trajectory", "SearchEnvironment"]
 
@@ -399,6 +399,13 @@ class SearchEnvironment:
         sql, read = read_stored(sql, stated, self.ctx.schema, self.ctx.db.dialect)
         if read:
             record.update(sql=sql, read=read)
+        # A row the query finds by its name is not also required to hold the measurements
+        # the question restates of it (binding.py); counts and amounts of money can select rows.
+        measured = {value: columns for value, columns in stated.items()
+                    if any(q.value == value and q.physical for q in self.problem.constants.values())}
+        sql, unfiltered = drop_restated_filters(sql, measured, self.ctx.schema, self.ctx.db.dialect)
+        if unfiltered:
+            record.update(sql=sql, unfiltered=unfiltered)
         try:
             checked, result = self.ctx.run_sql(sql, record=record)
         except (UnsafeSQLError, DatabaseError) as err:
