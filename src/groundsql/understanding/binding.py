@@ -199,8 +199,7 @@ def _restates(condition: exp.Expression, stated: Mapping[float, Sequence[str]], 
         table_name, _, column_name = qualified.partition(".")
         if column_name.lower() != column.name.lower():
             continue
-        owners = [t for alias, t in tables.items() if t.name.lower() == table_name.lower()
-                  and (not qualifier or alias == qualifier)]
-        if owners:
+        if any(t.name.lower() == table_name.lower() and (not qualifier or alias == qualifier)
+               for alias, t in tables.items()):
             return True
     return False

@@ -394,15 +394,15 @@ class SearchEnvironment:
         if bound:
             record.update(sql=sql, bound=bound)
         # And the question's copies of a row's stored values are read from the row.
-        stated = {q.value: self.problem.stored[name] for name, q in self.problem.constants.items()
-                  if name in self.problem.stored}
+        homes = [(q, self.problem.stored[name]) for name, q in self.problem.constants.items()
+                 if name in self.problem.stored]
+        stated = {q.value: columns for q, columns in homes}
         sql, read = read_stored(sql, stated, self.ctx.schema, self.ctx.db.dialect)
         if read:
             record.update(sql=sql, read=read)
         # A row the query finds by its name is not also required to hold the measurements
         # the question restates of it (binding.py); counts and amounts of money can select rows.
-        measured = {value: columns for value, columns in stated.items()
-                    if any(q.value == value and q.physical for q in self.problem.constants.values())}
+        measured = {q.value: columns for q, columns in homes if q.physical}
         sql, unfiltered = drop_restated_filters(sql, measured, self.ctx.schema, self.ctx.db.dialect)
         if unfiltered:
             record.update(sql=sql, unfiltered=unfiltered)
