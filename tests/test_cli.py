@@ -73,3 +73,14 @@ def test_ask_help_names_every_strategy() -> None:
     done = _cli("ask", "--help", env={"COLUMNS": "200"})
     assert done.returncode == 0
     assert all(name in done.stdout for name in STRATEGIES), done.stdout
+
+
+def test_grounds_list_the_candidates_voted_on(capsys) -> None:
+    from groundsql import cli
+
+    cli._print_grounds({"candidates": [{"sql": "SELECT 1", "votes": 2}, {"sql": "SELECT 2", "votes": 1, "score": 0.4}]})
+    printed = capsys.readouterr().out
+    assert "candidate (2 votes): SELECT 1" in printed and "candidate (1 votes, score 0.4): SELECT 2" in printed
+    # Grounds with nothing to show print no empty heading.
+    cli._print_grounds({"schema": {"tables": ["singer"]}})
+    assert capsys.readouterr().out == ""

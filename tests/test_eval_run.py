@@ -231,3 +231,19 @@ def test_run_builds_its_backend_from_the_configuration(tmp_path: Path) -> None:
     run.run()
     (record,) = load_records(tmp_path / "results.jsonl")
     assert record["ex"] is True and record["model_calls"] == 1 and record["cached_calls"] == 1
+
+
+def test_best_of_pool_scores_what_the_vote_chose_among(tmp_path: Path) -> None:
+    """Self-consistency's vote picks the wrong majority; the record still says a right query
+    was in its pool, so the miss is the selection's, not the generator's."""
+    items = _concert_items(1)  # How many singers do we have?
+    llm = Scripted("SELECT COUNT(*) FROM stadium", "SELECT COUNT(*) FROM singer", "SELECT COUNT(*) FROM stadium")
+    EvalRun(items=items, configs=[parse_config("self-consistency:k=3", EVAL)], out_dir=tmp_path, llm=llm).run()
+    (record,) = load_records(tmp_path / "results.jsonl")
+    assert record["ex"] is False and record["pool_ex"] is True and record["pool_size"] == 2
+    assert [c["votes"] for c in record["grounds"]["candidates"]] == [2, 1]
+    from groundsql.evaluation.report import markdown_table, summarize
+
+    summary = summarize([record])
+    assert summary["configs"]["self-consistency:k=3"]["pool_ex"] == 100.0
+    assert "best-of-pool EX %" in markdown_table(summary)

@@ -105,3 +105,23 @@ def test_earlier_run_is_rescored_with_test_suites(tmp_path: Path, monkeypatch) -
     EvalRun(items=items, configs=configs, out_dir=tmp_path, llm=Scripted(), test_suite=True).run()
     (again,) = load_records(tmp_path / "results.jsonl")
     assert again["ts_ex"] is False and again["suite_version"] == after["suite_version"]
+
+
+def test_best_of_pool_by_test_suite_and_rescored(tmp_path: Path, monkeypatch) -> None:
+    """On an empty database every sample finds nothing, so all vote together and the greedy
+    (wrong) one is chosen; the test suite finds the right query in the pool. A record made
+    before best-of-pool scoring gets it from its stored candidates, without the model."""
+    monkeypatch.setenv("GROUNDSQL_HOME", str(tmp_path / "home"))
+    items = [i for i in load_benchmark(BENCHMARKS / "logiccat") if i.gold_sql.rstrip(";") == LIFT][:1]
+    configs = [parse_config("self-consistency:k=3", EVAL)]
+    wrong = LIFT.replace("*", "-")
+    EvalRun(items=items, configs=configs, out_dir=tmp_path, llm=Scripted(wrong, LIFT, wrong), test_suite=True).run()
+    (record,) = load_records(tmp_path / "results.jsonl")
+    assert (record["ex"], record["ts_ex"]) == (True, False)
+    assert (record["pool_ex"], record["pool_ts"], record["pool_size"]) == (True, True, 2)
+
+    older = {k: v for k, v in record.items() if not k.startswith("pool_")}
+    (tmp_path / "results.jsonl").write_text(json.dumps(older) + "\n")
+    EvalRun(items=items, configs=configs, out_dir=tmp_path, llm=Scripted(), test_suite=True).run()
+    (again,) = load_records(tmp_path / "results.jsonl")
+    assert (again["pool_ts"], again["ts_ex"]) == (True, False)

@@ -107,7 +107,7 @@ def ask(
 
 def _print_grounds(grounds: dict) -> None:
     """What the answer rests on: every resolved ID and where it came from, the tables and why,
-    the examples retrieved."""
+    the examples retrieved, the candidate queries voted on."""
     if not grounds:
         return
     lines = ["Grounds:"]
@@ -121,6 +121,11 @@ def _print_grounds(grounds: dict) -> None:
         lines.append(f"  table {t['table']}: {t['why']}")
     for q in grounds.get("examples", []):
         lines.append(f"  example ({grounds.get('retrieval', '')}): {q}")
+    for c in grounds.get("candidates", []):  # what a vote or the search's selection chose among
+        score = f", score {c['score']}" if "score" in c else ""
+        lines.append(f"  candidate ({c.get('votes')} votes{score}): {c.get('sql')}")
+    if len(lines) == 1:
+        return
     for line in lines:
         out.print(line, markup=False, highlight=False, soft_wrap=True)
 

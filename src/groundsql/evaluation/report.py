@@ -12,6 +12,8 @@ Conventions, stated once so every table means the same thing:
 - Latency percentiles use the nearest-rank method: the p-th percentile of n sorted values is the
   value at rank ceil(p * n / 100) (1-based). It is always an observed latency, never interpolated.
 - Configurations keep the order in which they first appear in the records.
+- Best of pool (strategies that choose among candidate queries): some candidate was right; a
+  question whose strategy kept no candidate is a miss. It bounds what the selection could score.
 
 The HTML report is self-contained: inline CSS, plots as base64 PNG data URIs (matplotlib, Agg,
 no pyplot global state), one tiny inline script for the failure filter. Everything taken from a
@@ -38,6 +40,8 @@ _DASH = "–"
 _TIER_KEYS = ("tier1", "tier2", "tier3", "failed")
 _TIER_NAMES = {"tier1": "tier 1 (AST)", "tier2": "tier 2 (results)", "tier3": "tier 3 (judge)",
                "failed": "failed (no result)"}
+_POOL_NOTE = (" Best of pool: a question counts when any query the strategy chose among (the search's"
+              " trajectories, self-consistency's samples) is right, i.e. what a perfect selection would score.")
 _QUESTION_PREVIEW = 140  # characters of a question shown in a closed failure entry
 
 
@@ -115,6 +119,15 @@ def _accuracy(records: list[dict[str, Any]]) -> dict[str, Any]:
         judged = [r for r in records if "gold_informative" in r]
         blind = sum(1 for r in judged if r["gold_informative"] is False)
         metrics.update(gold_uninformative=_pct(blind, len(judged)), gold_uninformative_count=blind)
+    if any("pool_ex" in r for r in records):
+        # Best of pool: some query the strategy chose among was right (a record without a
+        # pool, where nothing ran, is a miss). What a perfect selection would have scored.
+        pool = sum(1 for r in records if r.get("pool_ex") is True)
+        metrics.update(pool_ex=_pct(pool, n), pool_ex_count=pool)
+        if _has_ts(records):
+            counted = [r for r in records if r.get("ts_ex") is not None]
+            pool = sum(1 for r in counted if r.get("pool_ts") is True)
+            metrics.update(pool_ts=_pct(pool, len(counted)), pool_ts_count=pool)
     return metrics
 
 
@@ -225,15 +238,18 @@ def _any_ts(summary: dict[str, Any]) -> bool:
 
 def main_table(summary: dict[str, Any]) -> Table:
     ts = _any_ts(summary)
-    header = ["config", "n", "EX %"] + (["TS %", "uninformative gold %"] if ts else []) + [
+    pools = any("pool_ex" in m for m in summary["configs"].values())
+    pool_header = ["best-of-pool EX %"] + (["best-of-pool TS %"] if ts else []) if pools else []
+    header = ["config", "n", "EX %"] + (["TS %", "uninformative gold %"] if ts else []) + pool_header + [
         "semantic %", "filter-value % (n)", "p50 s", "p95 s", "calls/q", "prompt tok/q",
         "gen tok/q",
     ]
     rows = []
     for label, m in summary["configs"].items():
         ts_cell = [_fmt(m.get("ts_ex")), _fmt(m.get("gold_uninformative"))] if ts else []
+        pool_cell = [_fmt(m.get("pool_ex"))] + ([_fmt(m.get("pool_ts"))] if ts else []) if pools else []
         rows.append([
-            label, str(m["n"]), _fmt(m["ex"]), *ts_cell, _fmt(m["semantic"]),
+            label, str(m["n"]), _fmt(m["ex"]), *ts_cell, *pool_cell, _fmt(m["semantic"]),
             _with_n(m["filter_value"], m["filter_value_n"]),
             _fmt(m["latency_p50_s"], 2), _fmt(m["latency_p95_s"], 2), _fmt(m["calls_per_q"], 2),
             _fmt(m["prompt_tokens_per_q"], 0), _fmt(m["completion_tokens_per_q"], 0),
@@ -317,7 +333,7 @@ def render_markdown(summary: dict[str, Any], title: str, meta: dict[str, Any]) -
         markdown_table(summary),
         "Percentages are of scored items (gold failures excluded); filter-value accuracy is over "
         f"the items with filter values to check (their count in brackets). Latency percentiles: "
-        f"{PERCENTILE_METHOD}.",
+        f"{PERCENTILE_METHOD}." + (_POOL_NOTE if any("pool_ex" in m for m in summary["configs"].values()) else ""),
         "## Execution accuracy by category (% (n))",
         _md_table(category_table(summary, "ex")),
         "## Semantic accuracy by category (% (n))",

@@ -28,6 +28,7 @@ from groundsql.evaluation.execution_match import gold_orders, results_match
 from groundsql.evaluation.scoring import score
 from groundsql.llm import LLM, build_llm
 from groundsql.retrieval import Example, QueryBank
+from groundsql.safety import run_validated
 from groundsql.strategies import Answer, Context, get_strategy
 from groundsql.strategies.answer import Trace, json_value
 
@@ -106,8 +107,8 @@ class EvalRun:
 
     def _add_missing_test_suite_scores(self) -> None:
         """Records made without --test-suite, or scored on suites an older construction built,
-        get their test-suite scores from the stored prediction, so an earlier run is rescored
-        without asking the model again."""
+        get their test-suite scores (and their candidates' best-of-pool scores) from the stored
+        prediction and grounds, so an earlier run is rescored without asking the model again."""
         from groundsql.testsuite.suite import SUITE_VERSION
 
         records = load_records(self.results_path)
@@ -116,13 +117,16 @@ class EvalRun:
         for record in records:
             item = items.get(record["item_id"])
             current = record.get("suite_version") == SUITE_VERSION
-            if item is None or ("ts_ex" in record and current) or "gold_error" in record:
+            candidates = (record.get("grounds") or {}).get("candidates")
+            stale_pool = isinstance(candidates, list) and not ("pool_ts" in record and current)
+            if item is None or ("ts_ex" in record and current and not stale_pool) or "gold_error" in record:
                 continue
             db = self._database(item.db_url, self.configs[0].settings)
             gold = self._gold_result(db, item)
             if isinstance(gold, QueryResult):
                 pred_sql = record.get("pred_sql") if not record.get("error") else None
                 record.update(self._test_suite_scores(db, item, gold, pred_sql))
+                record.update(self._pool_scores(db, item, gold, candidates, self.configs[0].settings))
                 changed = True
         if changed:
             tmp = self.results_path.with_suffix(".jsonl.tmp")
@@ -178,6 +182,7 @@ class EvalRun:
         )
         if self.test_suite:
             record.update(self._test_suite_scores(db, item, gold, answer.sql if answer.ok else None))
+        record.update(self._pool_scores(db, item, gold, answer.grounds.get("candidates"), config.settings))
         return {
             **record,
             "pred_sql": answer.sql,
@@ -267,38 +272,76 @@ class EvalRun:
         """Test-suite execution accuracy: correct only if the prediction's result matches the
         gold's on every variant of the gold's suite (Zhong et al. 2020). Also whether the gold's
         result on the original database could tell queries apart at all."""
-        from groundsql.testsuite.suite import SUITE_VERSION, build_suite, informative, run_on_suite
+        from groundsql.testsuite.suite import SUITE_VERSION, informative
 
         scores: dict[str, Any] = {"gold_informative": informative([tuple(r) for r in gold.rows])}
-        if db.backend != "sqlite" or not db.url.database:
+        built = self._suite(db, item)
+        if built is None:
             return scores
-        key = (db.url.database, item.gold_sql)
-        with self._lock:
-            if key not in self._suites:
-                suite = build_suite(Path(db.url.database), item.gold_sql)
-                self._suites[key] = (suite, run_on_suite(suite, item.gold_sql))
-            suite, gold_results = self._suites[key]
-        ordered = gold_orders(item.gold_sql)
-        ts_ex = False
-        if pred_sql:
-            pred_results = run_on_suite(suite, pred_sql)
-            ts_ex = all(
-                not isinstance(p, str) and results_match(g, p, ordered)
-                for g, p in zip(gold_results, pred_results)
-                if not isinstance(g, str)
-            )
+        suite = built[0]
         return {
             **scores,
-            "ts_ex": ts_ex,
+            "ts_ex": bool(pred_sql) and _passes_suite(built, pred_sql or "", gold_orders(item.gold_sql)),
             "suite_variants": len(suite.variants),
             "suite_share": round(suite.share, 4),
             "suite_informative": suite.informative,
             "suite_version": SUITE_VERSION,
         }
 
+    def _suite(self, db: Database, item: EvalItem) -> tuple[Any, list[Any]] | None:
+        """The gold's test suite on this database and the gold's results on it (built once),
+        or None off SQLite files."""
+        from groundsql.testsuite.suite import build_suite, run_on_suite
+
+        if db.backend != "sqlite" or not db.url.database:
+            return None
+        key = (db.url.database, item.gold_sql)
+        with self._lock:
+            if key not in self._suites:
+                suite = build_suite(Path(db.url.database), item.gold_sql)
+                self._suites[key] = (suite, run_on_suite(suite, item.gold_sql))
+            return self._suites[key]
+
+    def _pool_scores(self, db: Database, item: EvalItem, gold: QueryResult, candidates: Any,
+                     settings: Settings) -> dict[str, Any]:
+        """Best of pool: whether any of the queries a strategy chose among (its `candidates`
+        grounds: the search's trajectories, self-consistency's samples) is right, by EX and,
+        with test suites, by TS. It bounds what a better selection could score; when it is no
+        higher than the chosen answer's, the misses are the generator's, not the selection's."""
+        if not isinstance(candidates, list):
+            return {}
+        pool = list(dict.fromkeys(c["sql"] for c in candidates if isinstance(c, dict) and c.get("sql")))
+        ordered = gold_orders(item.gold_sql)
+        gold_rows = [tuple(r) for r in gold.rows]
+
+        def right_here(sql: str) -> bool:
+            try:  # model-written: validated and run read-only, as when the strategy ran it
+                _, result = run_validated(db, sql, settings.safety)
+            except GroundsqlError:
+                return False
+            return results_match(gold_rows, [tuple(r) for r in result.rows], ordered)
+
+        scores: dict[str, Any] = {"pool_size": len(pool), "pool_ex": any(right_here(q) for q in pool)}
+        built = self._suite(db, item) if self.test_suite else None
+        if built is not None:
+            scores["pool_ts"] = any(_passes_suite(built, q, ordered) for q in pool)
+        return scores
+
     def close(self) -> None:
         for db in self._databases.values():
             db.close()
+
+
+def _passes_suite(built: tuple[Any, list[Any]], sql: str, ordered: bool) -> bool:
+    """Whether `sql` gives the gold's result on every variant of the gold's test suite."""
+    from groundsql.testsuite.suite import run_on_suite
+
+    suite, gold_results = built
+    return all(
+        not isinstance(p, str) and results_match(g, p, ordered)
+        for g, p in zip(gold_results, run_on_suite(suite, sql))
+        if not isinstance(g, str)
+    )
 
 
 def _gold_answer(item: EvalItem, ctx: Context) -> Answer:

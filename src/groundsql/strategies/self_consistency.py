@@ -56,7 +56,16 @@ def self_consistency(question: str, ctx: Context) -> Answer:
         winners = max(votes.values(), key=lambda members: (len(members), -members[0]))
         step["chosen_sample"] = winners[0]
     sql, result = ran[winners[0]]  # type: ignore[misc]
-    return trace.finish(sql=sql, columns=result.columns, rows=result.rows, truncated=result.truncated)
+    # Every distinct query that ran, with the size of its result's vote: what the vote chose
+    # among (and what an evaluation's best-of-pool score reads).
+    group_size = {i: len(members) for members in votes.values() for i in members}
+    candidates: dict[str, int] = {}
+    for i, outcome in enumerate(ran):
+        if outcome is not None:
+            candidates.setdefault(outcome[0], group_size[i])
+    grounds = {"candidates": [{"sql": q, "votes": n} for q, n in candidates.items()]}
+    return trace.finish(sql=sql, columns=result.columns, rows=result.rows, truncated=result.truncated,
+                        grounds=grounds)
 
 
 class GenerationFailed(Exception):
