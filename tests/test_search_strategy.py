@@ -197,6 +197,18 @@ def test_the_calculator_does_the_arithmetic_and_its_results_reach_the_sql_turn(c
     assert state.role == "assistant" and json.loads(state.content)["relations"] == ["distance = speed * time"]
 
 
+def test_a_candidate_lists_its_other_queries(car) -> None:
+    """Queries that agree on the probe databases form one candidate; the others' SQL is kept
+    (an evaluation's best of pool reads it: they may still differ elsewhere)."""
+    heavy, same = "SELECT Model FROM cars WHERE Weight > 2000", "SELECT Model FROM cars WHERE 2000 < Weight"
+    llm = Scripted(understand="{}", sql_generation=[sql(heavy), sql(same), sql(heavy)])
+    answer = run(car, "Which car models weigh over 2000 kg?", llm, rollouts=3, early_stop=0,
+                 discriminator=False)
+    (candidate,) = answer.grounds["candidates"]
+    assert candidate["trajectories"] == 3 and "Weight > 2000" in candidate["sql"]
+    assert len(candidate["same_result"]) == 1 and "2000 < Weight" in candidate["same_result"][0]
+
+
 def test_the_reward_tells_queries_apart_on_populated_variants_of_an_empty_database(car) -> None:
     # The LogicCat database holds no rows: on it both queries return nothing and would agree.
     heavy = "SELECT Model FROM cars WHERE Weight > 2000"

@@ -310,7 +310,8 @@ class EvalRun:
         higher than the chosen answer's, the misses are the generator's, not the selection's."""
         if not isinstance(candidates, list):
             return {}
-        pool = list(dict.fromkeys(c["sql"] for c in candidates if isinstance(c, dict) and c.get("sql")))
+        queries = [q for c in candidates if isinstance(c, dict) for q in (c.get("sql"), *(c.get("same_result") or ()))]
+        pool = list(dict.fromkeys(q for q in queries if isinstance(q, str) and q))
         ordered = gold_orders(item.gold_sql)
         gold_rows = [tuple(r) for r in gold.rows]
 

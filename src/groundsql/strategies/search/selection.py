@@ -76,7 +76,11 @@ def select_candidate(candidates: list[Candidate], env: SearchEnvironment, probe:
     scored = [(alpha * _exec(g) + gamma * votes[id(g)] / total + beta * (disc[id(g)] or 0.0), g)
               for g in ordered]
     best = max(scored, key=lambda sg: (sg[0], -ordered.index(sg[1])))[1]
-    report = [{"sql": g[0].trajectory.sql, "trajectories": len(g), "votes": round(votes[id(g)], 3), "exec": _exec(g),
+    # A candidate's other queries (same result on the probe databases, other SQL) are listed
+    # too: they may still differ elsewhere, and an evaluation's best of pool reads them all.
+    report = [{"sql": g[0].trajectory.sql, "trajectories": len(g),
+               "same_result": list(dict.fromkeys(c.trajectory.sql for c in g[1:] if c.trajectory.sql != g[0].trajectory.sql)),
+               "votes": round(votes[id(g)], 3), "exec": _exec(g),
                "discriminator": disc[id(g)], "score": round(s, 3),
                "actions": [st.action for st in g[0].trajectory.steps],
                "baseline": any(c.trajectory.baseline for c in g)} for s, g in scored]
