@@ -236,9 +236,13 @@ def _any_ts(summary: dict[str, Any]) -> bool:
     return any("ts_ex" in m for m in summary["configs"].values())
 
 
+def _any_pool(summary: dict[str, Any]) -> bool:
+    return any("pool_ex" in m for m in summary["configs"].values())
+
+
 def main_table(summary: dict[str, Any]) -> Table:
     ts = _any_ts(summary)
-    pools = any("pool_ex" in m for m in summary["configs"].values())
+    pools = _any_pool(summary)
     pool_header = ["best-of-pool EX %"] + (["best-of-pool TS %"] if ts else []) if pools else []
     header = ["config", "n", "EX %"] + (["TS %", "uninformative gold %"] if ts else []) + pool_header + [
         "semantic %", "filter-value % (n)", "p50 s", "p95 s", "calls/q", "prompt tok/q",
@@ -333,7 +337,7 @@ def render_markdown(summary: dict[str, Any], title: str, meta: dict[str, Any]) -
         markdown_table(summary),
         "Percentages are of scored items (gold failures excluded); filter-value accuracy is over "
         f"the items with filter values to check (their count in brackets). Latency percentiles: "
-        f"{PERCENTILE_METHOD}." + (_POOL_NOTE if any("pool_ex" in m for m in summary["configs"].values()) else ""),
+        f"{PERCENTILE_METHOD}." + (_POOL_NOTE if _any_pool(summary) else ""),
         "## Execution accuracy by category (% (n))",
         _md_table(category_table(summary, "ex")),
         "## Semantic accuracy by category (% (n))",

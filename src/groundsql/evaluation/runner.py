@@ -118,15 +118,18 @@ class EvalRun:
             item = items.get(record["item_id"])
             current = record.get("suite_version") == SUITE_VERSION
             candidates = (record.get("grounds") or {}).get("candidates")
+            stale_ts = not ("ts_ex" in record and current)
             stale_pool = isinstance(candidates, list) and not ("pool_ts" in record and current)
-            if item is None or ("ts_ex" in record and current and not stale_pool) or "gold_error" in record:
+            if item is None or not (stale_ts or stale_pool) or "gold_error" in record:
                 continue
             db = self._database(item.db_url, self.configs[0].settings)
             gold = self._gold_result(db, item)
             if isinstance(gold, QueryResult):
                 pred_sql = record.get("pred_sql") if not record.get("error") else None
-                record.update(self._test_suite_scores(db, item, gold, pred_sql))
-                record.update(self._pool_scores(db, item, gold, candidates, self.configs[0].settings))
+                if stale_ts:
+                    record.update(self._test_suite_scores(db, item, gold, pred_sql))
+                if stale_pool:
+                    record.update(self._pool_scores(db, item, gold, candidates, self.configs[0].settings))
                 changed = True
         if changed:
             tmp = self.results_path.with_suffix(".jsonl.tmp")
