@@ -44,9 +44,26 @@ def concert_singer(tmp_path: Path) -> Path:
     return copy
 
 
+PG_READER = "groundsql_test_reader"
+
+
+def pg_reader_url(admin_url: str) -> str:
+    """The URL of a role that may only read the database `admin_url` names, created on demand:
+    groundsql refuses to run queries as a superuser or as a role that can write."""
+    psycopg = pytest.importorskip("psycopg")
+    database = admin_url.rsplit("/", 1)[1]
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (PG_READER,)).fetchone():
+            conn.execute(f"CREATE ROLE {PG_READER} LOGIN")
+        conn.execute(f'GRANT CONNECT ON DATABASE "{database}" TO {PG_READER}')
+        conn.execute(f"GRANT USAGE ON SCHEMA public TO {PG_READER}")
+        conn.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {PG_READER}")
+    return admin_url.replace("postgres@", f"{PG_READER}@", 1)
+
+
 @pytest.fixture(scope="session")
-def postgres_url():
-    """A fresh PostgreSQL database with a small schema; dropped afterwards."""
+def postgres_admin_url():
+    """A fresh PostgreSQL database with a small schema, as its superuser; dropped afterwards."""
     psycopg = pytest.importorskip("psycopg")
     name = f"groundsql_test_{uuid.uuid4().hex[:8]}"
     try:
@@ -73,6 +90,12 @@ def postgres_url():
     yield url
     admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
     admin.close()
+
+
+@pytest.fixture(scope="session")
+def postgres_url(postgres_admin_url: str) -> str:
+    """The same database as a role that may only read it: how groundsql is meant to connect."""
+    return pg_reader_url(postgres_admin_url)
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ import pytest
 import groundsql
 from groundsql.db import Database
 from groundsql.errors import GroundsqlError, UnsafeSQLError
+from tests.conftest import pg_reader_url
 from tests.test_validator import HOSTILE
 
 SETUP = [
@@ -92,18 +93,15 @@ def _pg_state(url: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def pg_victim(postgres_url: str) -> str:
-    """The test tables, and the URL of a role that may only SELECT them: as documented, a
-    superuser's READ ONLY transaction can still read server files or run COPY TO PROGRAM."""
+def pg_victim(postgres_admin_url: str) -> str:
+    """The test tables, and the URL of a role that may only SELECT them (groundsql refuses a
+    superuser: its READ ONLY transaction can still read server files or run COPY TO PROGRAM)."""
     import psycopg
 
-    with psycopg.connect(postgres_url, autocommit=True) as conn:
+    with psycopg.connect(postgres_admin_url, autocommit=True) as conn:
         for statement in SETUP:
             conn.execute(statement.replace("REAL", "DOUBLE PRECISION"))
-        if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = 'groundsql_test_reader'").fetchone():
-            conn.execute("CREATE ROLE groundsql_test_reader LOGIN")
-        conn.execute("GRANT SELECT ON ALL TABLES IN SCHEMA public TO groundsql_test_reader")
-    return postgres_url.replace("postgres@", "groundsql_test_reader@", 1)
+    return pg_reader_url(postgres_admin_url)
 
 
 @pytest.mark.postgres

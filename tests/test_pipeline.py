@@ -47,7 +47,7 @@ def test_database_error_triggers_one_reflection(concert_singer: Path) -> None:
     assert [step.name for step in answer.steps] == [
         "schema", "generate", "validate+execute", "reflect", "validate+execute",
     ]
-    assert "no such table" in answer.steps[2].detail["error"]
+    assert "there is no table singers" in answer.steps[2].detail["error"]
 
 
 def test_refused_sql_is_never_run_and_retries_are_bounded(concert_singer: Path) -> None:

@@ -19,7 +19,8 @@ from sqlglot import exp
 
 from groundsql.config import SafetyConfig
 from groundsql.errors import ConfigError, GroundsqlError, UnsafeSQLError
-from groundsql.safety import ValidatedSQL, validate_sql
+from groundsql.db.introspect import Catalog
+from groundsql.safety import ValidatedSQL, functions, validate_sql
 from groundsql.safety import validator as validator_module
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -62,9 +63,10 @@ def _ids(cases: list[Case]) -> list[str]:
     return [f"{c.name}[{c.dialect}]" for c in cases]
 
 
-def refusal(sql: str, dialect: str = "sqlite", policy: SafetyConfig | None = None) -> UnsafeSQLError:
+def refusal(sql: str, dialect: str = "sqlite", policy: SafetyConfig | None = None,
+            catalog: Catalog | None = None) -> UnsafeSQLError:
     with pytest.raises(UnsafeSQLError) as info:
-        validate_sql(sql, dialect, policy or SafetyConfig())
+        validate_sql(sql, dialect, policy or SafetyConfig(), catalog)
     return info.value
 
 
@@ -224,8 +226,20 @@ def test_oversized_sql_is_refused() -> None:
 
 
 def test_deep_nesting_is_refused_cleanly() -> None:
-    err = refusal("SELECT " + "(" * 5000 + "1" + ")" * 5000)
+    err = refusal("SELECT " + "(" * 2000 + "1" + ")" * 2000)
     assert err.construct == "unparseable SQL"
+    assert refusal("SELECT " + "abs(" * 100 + "1" + ")" * 100).construct == "unparseable SQL"
+    err = refusal("SELECT " + "abs(" * 10 + "1" + ")" * 10, policy=SafetyConfig(max_depth=4))
+    assert (err.construct, err.reason) == ("unparseable SQL", "the statement nests deeper than 4 levels")
+
+
+def test_long_statements_are_bounded_before_parsing() -> None:
+    # Issue 22: a 6,000-term OR chain took minutes (quadratic); now the token bound refuses
+    # it before the parser sees it, and the longest statement allowed checks in linear time.
+    chain = "SELECT a FROM t WHERE " + " OR ".join(f"a = {i}" for i in range(6000))
+    assert refusal(chain).construct == "oversized SQL"
+    longest = "SELECT a FROM t WHERE " + " OR ".join(f"a = {i}" for i in range(1240))
+    assert validate_sql(longest, "sqlite").limit_added
 
 
 def test_unparseable_reason_is_short_and_plain() -> None:
@@ -306,25 +320,68 @@ def test_randomblob_small_literal_is_allowed_large_is_not() -> None:
     assert refusal("SELECT zeroblob(n) FROM t").construct == "function zeroblob"
 
 
-def test_catalog_reads_depend_on_allow_list() -> None:
-    assert validate_sql("SELECT name FROM sqlite_master", "sqlite").tables == ("sqlite_master",)
-    assert validate_sql("SELECT * FROM pragma_table_info('t')", "sqlite").tables == ()
-    policy = SafetyConfig(allowed_tables=frozenset({"t"}))
-    assert refusal("SELECT name FROM sqlite_master", "sqlite", policy).construct == "table sqlite_master"
-    assert refusal("SELECT * FROM pragma_table_info('t')", "sqlite", policy).construct == "function pragma_table_info"
-    err = refusal("SELECT table_name FROM information_schema.tables", "postgres", policy)
-    assert err.construct == "table information_schema.tables"
+def test_catalogs_are_refused_except_introspection_views_where_allowed() -> None:
+    for sql, dialect, construct in [
+        ("SELECT rolname, rolpassword FROM pg_authid", "postgres", "table pg_authid"),
+        ("SELECT * FROM pg_catalog.pg_shadow", "postgres", "table pg_catalog.pg_shadow"),
+        ("SELECT * FROM pg_file_settings", "postgres", "table pg_file_settings"),
+        ("SELECT * FROM information_schema.tables", "postgres", "table information_schema.tables"),
+        ("SELECT name FROM sqlite_master", "sqlite", "table sqlite_master"),
+        ("SELECT * FROM pragma_table_info('t')", "sqlite", "function pragma_table_info"),
+        ("SELECT * FROM duckdb_tables()", "duckdb", "function duckdb_tables"),
+        ("SELECT * FROM duckdb_settings()", "duckdb", "function duckdb_settings"),
+    ]:
+        assert refusal(sql, dialect).construct == construct, sql
+    views = SafetyConfig(catalog_views=True)
+    assert validate_sql("SELECT name FROM sqlite_master", "sqlite", views).tables == ("sqlite_master",)
+    assert validate_sql("SELECT * FROM pragma_table_info('t')", "sqlite", views).tables == ()
+    assert validate_sql("SELECT table_name FROM information_schema.tables", "postgres", views)
+    assert validate_sql("SELECT * FROM duckdb_columns()", "duckdb", views)
+    # Only the introspection views, and none of them under a table allow-list.
+    assert refusal("SELECT * FROM pg_authid", "postgres", views).construct == "table pg_authid"
+    listed = SafetyConfig(catalog_views=True, allowed_tables=frozenset({"t"}))
+    assert refusal("SELECT name FROM sqlite_master", "sqlite", listed).construct == "table sqlite_master"
+    assert refusal("SELECT * FROM duckdb_columns()", "duckdb", listed).construct == "function duckdb_columns"
 
 
-def test_deny_list_is_data_with_reasons() -> None:
-    families = validator_module._DENIED_FUNCTION_FAMILIES
-    assert families and all(f.why for f in families)
-    for family in families:
-        assert all(n == n.lower() for n in family.names)
-        assert all(p == p.lower() for p in family.prefixes)
-    # Every node class named in the deny table exists in the installed sqlglot.
-    missing = [name for name, _ in validator_module._DENIED_NODES if not hasattr(exp, name)]
-    assert missing == []
+def test_function_allow_list_is_data() -> None:
+    for dialect in DIALECTS:
+        names = functions.allowed_functions(dialect)
+        assert names and all(n == n.lower() and n.isidentifier() for n in names)
+        # None of the functions issue 22 found doing harm is on any list.
+        assert not names & {"pg_read_file", "dblink_exec", "crosstab", "xpath_table", "lo_export", "set_config",
+                            "brin_summarize_new_values", "gin_clean_pending_list", "nextval", "pg_sleep",
+                            "load_extension", "readfile", "read_csv", "getenv", "query"}
+    # Every node class named in the allow-list exists in the installed sqlglot.
+    assert [n for n in validator_module._ALLOWED_NODE_NAMES if not hasattr(exp, n)] == []
+
+
+def test_functions_the_database_defines_are_refused() -> None:
+    own = Catalog(tables={"t": frozenset({"a"})}, user_functions=frozenset({"upper", "evil_lock"}))
+    assert refusal("SELECT upper(a) FROM t", "duckdb", catalog=own).construct == "function upper"
+    assert refusal("SELECT evil_lock()", "postgres", catalog=own).construct == "function evil_lock"
+    assert validate_sql("SELECT lower(a) FROM t", "duckdb", catalog=own)
+
+
+def test_extra_functions_extend_the_allow_list() -> None:
+    assert refusal("SELECT soundex(a) FROM t", "sqlite").construct == "function soundex"
+    assert validate_sql("SELECT soundex(a) FROM t", "sqlite", SafetyConfig(extra_functions="soundex, Metaphone"))
+
+
+def test_tables_the_database_lacks_are_refused_with_its_catalog() -> None:
+    catalog = Catalog(tables={"t": frozenset({"a"})}, user_functions=frozenset())
+    assert validate_sql("WITH x AS (SELECT a FROM t) SELECT a FROM x", "sqlite", catalog=catalog).tables == ("t",)
+    err = refusal("SELECT a FROM nosuch", "sqlite", catalog=catalog)
+    assert (err.construct, err.reason) == ("table nosuch", "there is no table nosuch in this database")
+
+
+def test_duckdb_describe_summarize_and_show_tables() -> None:
+    assert validate_sql("DESCRIBE users", "duckdb").sql == "DESCRIBE users"
+    assert validate_sql("SUMMARIZE users", "duckdb").tables == ("users",)
+    assert validate_sql("SHOW TABLES", "duckdb").sql == "SHOW TABLES"
+    assert refusal("DESCRIBE users", "duckdb", COLUMNS).construct == "DESCRIBE on table users"
+    assert refusal("SHOW TABLES", "duckdb", TABLES).construct == "SHOW"
+    assert refusal("DESCRIBE users", "sqlite").construct == "DESCRIBE"
 
 
 # ------------------------------------------------------------------------------------------
@@ -488,9 +545,18 @@ def test_whole_row_reference_is_refused() -> None:
         assert refusal(sql, "postgres", COLUMNS).construct == "whole-row reference to table users"
 
 
+SHOP = Catalog(
+    tables={"users": frozenset({"id", "name", "email", "password"}), "orders": frozenset({"id", "user_id", "amount"}),
+            "products": frozenset({"id", "name", "price"})},
+    user_functions=frozenset(),
+)
+
+
 def test_derived_table_columns_and_output_aliases() -> None:
     assert validate_sql("SELECT n FROM (SELECT name AS n FROM users) AS x ORDER BY n", "sqlite", COLUMNS)
-    assert validate_sql("SELECT name AS who, COUNT(*) AS c FROM users GROUP BY who ORDER BY c", "sqlite", COLUMNS)
+    assert validate_sql("SELECT name AS who, COUNT(*) AS c FROM users GROUP BY who ORDER BY c", "sqlite", COLUMNS, SHOP)
+    # Without the catalog, GROUP BY who might group by a hidden column named who.
+    assert "may group" in refusal("SELECT name AS who FROM users GROUP BY who", "sqlite", COLUMNS).reason
     err = refusal("SELECT x.pw FROM (SELECT password AS pw FROM users) AS x", "sqlite", COLUMNS)
     assert err.construct == "column users.password"
     # An alias does not launder a hidden column in WHERE.

@@ -53,21 +53,54 @@ class LLMConfig(_Frozen):
 
 
 class DatabaseConfig(_Frozen):
-    """Limits on every query groundsql runs."""
+    """Limits on every query groundsql runs (db/: each bound is enforced where it is cheapest)."""
 
     timeout_s: float = Field(30.0, gt=0)
     max_rows: int = Field(1000, ge=1)
+    # Rows are capped and so are their bytes: 1,000 rows of 1 MB each would otherwise reach the
+    # caller whole. A result is cut (truncated) at the row that crosses this many bytes.
+    max_result_bytes: int = Field(16 * 2**20, ge=1024)
     sample_values: int = Field(3, ge=0, le=20)  # example values per column in introspection
+    # Queries run in worker processes (db/workers.py) that can be killed when a query overruns
+    # its time or memory, without taking the caller down; each has this much address space.
+    workers: int = Field(2, ge=1, le=64)
+    memory_mb: int = Field(3072, ge=512)
+    threads: int = Field(2, ge=1, le=64)  # DuckDB's threads per query
+    # PostgreSQL's own per-query bounds: sort/hash memory and temporary files.
+    work_mem_mb: int = Field(64, ge=1)
+    temp_file_limit_mb: int = Field(1024, ge=1)
+    # PostgreSQL: groundsql refuses to connect as a superuser or as a role that can write
+    # anything (a READ ONLY transaction does not stop a superuser, and functions such as
+    # dblink open connections of their own). Only for a database you can afford to lose.
+    allow_privileged_role: bool = False
 
 
 class SafetyConfig(_Frozen):
-    """The validator's policy (FLINT 3.5 / H.1)."""
+    """The validator's policy (FLINT 3.5 / H.1; safety/)."""
 
     # None means every table (column) the database has; names compare case-insensitively.
     allowed_tables: frozenset[str] | None = None
     allowed_columns: dict[str, frozenset[str]] | None = None
+    # Functions beyond the dialect's built-in allow-list (safety/functions.py), by name.
+    # Each must be a function of the database that neither writes nor reads outside the query.
+    extra_functions: frozenset[str] = frozenset()
+    # The few catalog views introspection reads (information_schema.tables/columns,
+    # sqlite_master, duckdb_tables()/duckdb_columns()); every other catalog is always refused.
+    catalog_views: bool = False
     max_joins: int = Field(12, ge=0)
     default_limit: int = Field(1000, ge=1)
+    # Bounds on the statement itself, so that checking it stays cheap: parsing costs about
+    # 0.1 ms a token, so 5,000 tokens (an IN list of 2,000 values) check in well under a
+    # second, and a 6,000-term OR chain (24,000 tokens) is refused before it is parsed.
+    max_tokens: int = Field(5_000, ge=100)
+    max_depth: int = Field(64, ge=4)  # nested queries, function calls and parentheses
+
+    @field_validator("extra_functions", mode="before")
+    @classmethod
+    def _lower(cls, value: object) -> object:
+        if isinstance(value, str):
+            value = [v for v in value.replace("+", ",").split(",")]
+        return frozenset(str(v).strip().lower() for v in value or () if str(v).strip())
 
 
 class GenerationConfig(_Frozen):

@@ -1,32 +1,40 @@
-"""The one database interface: any SQLAlchemy URL, read-only by construction.
+"""The one database interface: any supported SQLAlchemy URL, read-only by construction.
 
-Read-only is enforced by the connection itself, not only by the validator in front of it:
-- SQLite files are opened with `mode=ro`, `PRAGMA query_only`, and an authorizer that denies
-  every action but reading (so even ATTACH or a PRAGMA write fails inside SQLite);
-- PostgreSQL runs every query in a `READ ONLY` transaction with `statement_timeout`, rolled back;
-- DuckDB files are opened with `read_only=True`, external (file) access off, settings locked.
-PostgreSQL's READ ONLY still lets a superuser read server files or run COPY TO PROGRAM, so
-connect as a role that may only SELECT; groundsql warns when the role is a superuser.
-Every query also has a wall-clock timeout (the driver's interrupt or cancel) and a row cap.
+Queries run in query worker processes (db/pool.py, db/worker.py) on connections that can only
+read (db/engines/): SQLite files open with `mode=ro`, `query_only` and an authorizer that
+denies everything but reading; DuckDB files open `read_only` with external access off and a
+memory limit; PostgreSQL runs each query as a server-side cursor (one SELECT, by
+construction) in a READ ONLY transaction with `statement_timeout`, rolled back and reset
+afterwards, and refuses a role that could write. Every query has a wall-clock timeout (the
+engine's interrupt, then the worker is killed), a row cap, a result byte cap and a memory
+bound (the worker's address space), so one runaway query cannot take the caller down.
+
+Introspection (trusted SQL of groundsql's own) reads the catalog through SQLAlchemy in this
+process; it never runs model-written SQL.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
-import sqlite3
-import threading
+import os
 import time
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection, Engine, make_url
-from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
 from groundsql.config import DatabaseConfig
+from groundsql.db.engines import engine_for
 from groundsql.errors import ConfigError, DatabaseError, QueryTimeoutError
-from groundsql.schema.model import Schema
+
+if TYPE_CHECKING:
+    from groundsql.db.introspect import Catalog
+    from groundsql.schema.model import Schema
 
 log = logging.getLogger("groundsql")
 
@@ -38,47 +46,8 @@ _DIALECTS = {"sqlite": "sqlite", "postgresql": "postgres", "duckdb": "duckdb"}
 class QueryResult:
     columns: tuple[str, ...]
     rows: tuple[tuple[Any, ...], ...]
-    truncated: bool  # more rows existed than the row cap allowed
+    truncated: bool  # more rows existed than the row cap (or the byte cap) allowed
     elapsed_s: float
-
-
-_SQLITE_READ_ACTIONS = {
-    sqlite3.SQLITE_SELECT,
-    sqlite3.SQLITE_READ,
-    sqlite3.SQLITE_FUNCTION,
-    getattr(sqlite3, "SQLITE_RECURSIVE", 33),  # WITH RECURSIVE
-}
-# Pragmas that only describe the schema (their argument is a table or index name), which
-# introspection needs, and settings SQLAlchemy reads (not writes) on connect.
-_SQLITE_SCHEMA_PRAGMAS = {
-    "table_info", "table_xinfo", "foreign_key_list", "index_list", "index_info", "index_xinfo",
-}
-_SQLITE_READABLE_SETTINGS = {"read_uncommitted"}
-
-
-def _sqlite_authorizer(action: int, arg1: str | None, arg2: str | None, *_: Any) -> int:
-    # Everything that could change a file, attach another one or alter a setting is denied
-    # inside SQLite itself, whatever the validator in front of it let through.
-    if action in _SQLITE_READ_ACTIONS:
-        return sqlite3.SQLITE_OK
-    if action == sqlite3.SQLITE_PRAGMA:
-        pragma = (arg1 or "").lower()
-        if pragma in _SQLITE_SCHEMA_PRAGMAS or (pragma in _SQLITE_READABLE_SETTINGS and arg2 is None):
-            return sqlite3.SQLITE_OK
-    return sqlite3.SQLITE_DENY
-
-
-# A read-only DuckDB file can still read and write other files (COPY ... TO, read_csv, ATTACH,
-# INSTALL): external access is switched off and the configuration locked against SET.
-_DUCKDB_CONNECT_ARGS = {
-    "read_only": True,
-    "config": {
-        "enable_external_access": False,
-        "autoinstall_known_extensions": False,
-        "autoload_known_extensions": False,
-        "lock_configuration": True,
-    },
-}
 
 
 class Database:
@@ -97,123 +66,157 @@ class Database:
         self.url = parsed
         self.backend = backend
         self.dialect = _DIALECTS[backend]
-        self.engine = self._make_engine()
+        self._engine_kind = engine_for(backend)
+        self._path = self._file_path() if backend in ("sqlite", "duckdb") else None
+        self._sa_engine: Engine | None = None
         self._schema: Schema | None = None
-
-    # -- connections -----------------------------------------------------------------------
-
-    def _make_engine(self) -> Engine:
-        url = self.url
-        try:
-            if self.backend == "sqlite":
-                return self._sqlite_engine()
-            if self.backend == "postgresql" and url.drivername == "postgresql":
-                url = url.set(drivername="postgresql+psycopg")  # the driver groundsql installs
-            if self.backend == "duckdb":
-                if not url.database or url.database == ":memory:":
-                    raise ConfigError("DuckDB needs a database file to open read-only")
-                if not Path(url.database).is_file():
-                    raise ConfigError(f"no DuckDB database at {url.database}")
-                return sa.create_engine(url, connect_args=_DUCKDB_CONNECT_ARGS, poolclass=sa.NullPool)
-            return sa.create_engine(url, pool_pre_ping=True)
-        except NoSuchModuleError as err:
-            raise ConfigError(
-                f"the driver for {self.backend} is not installed: pip install 'groundsql[{self.backend}]'"
-            ) from err
-
-    def _sqlite_engine(self) -> Engine:
-        database = self.url.database
-        if not database or database == ":memory:":
-            raise ConfigError("give a SQLite file (sqlite:///path/to/file.sqlite), not an in-memory database")
-        path = Path(database).expanduser().resolve()
-        if not path.is_file():
-            raise ConfigError(f"no SQLite database at {path}")
-
-        def connect() -> sqlite3.Connection:
-            conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, check_same_thread=False)
-            # Benchmark databases hold stray non-UTF-8 bytes; show them, don't fail the query.
-            conn.text_factory = lambda raw: raw.decode("utf-8", errors="replace")
-            conn.execute("PRAGMA query_only = ON")
-            conn.set_authorizer(_sqlite_authorizer)
-            return conn
-
-        return sa.create_engine("sqlite://", creator=connect, poolclass=sa.NullPool)
-
-    def _interrupter(self, conn: Connection) -> Callable[[], None]:
-        raw = conn.connection.dbapi_connection
-        if self.backend == "postgresql":
-            return lambda: raw.cancel()  # type: ignore[union-attr]
-        inner = getattr(raw, "_ConnectionWrapper__c", raw)  # duckdb_engine wraps the connection
-        return getattr(inner, "interrupt", lambda: None)
+        self._catalog: Catalog | None = None
+        if backend == "postgresql":
+            self._check_role()
 
     # -- execution -------------------------------------------------------------------------
 
     def execute(self, sql: str, *, timeout_s: float | None = None, max_rows: int | None = None) -> QueryResult:
-        """Run one statement read-only; at most `max_rows` rows come back."""
+        """Run one statement read-only in a query worker; at most `max_rows` rows come back."""
+        from groundsql.db.pool import WorkerLost, pool_for
+
         timeout_s = timeout_s or self.config.timeout_s
         max_rows = max_rows or self.config.max_rows
+        request = {
+            "op": "run", "spec": self._spec(), "sql": sql, "timeout_s": timeout_s,
+            "max_rows": max_rows, "max_bytes": self.config.max_result_bytes,
+        }
         start = time.perf_counter()
-        timed_out = threading.Event()
         try:
-            with self.engine.connect() as conn:
-                if self.backend == "postgresql":
-                    conn.exec_driver_sql("SET TRANSACTION READ ONLY")
-                    conn.exec_driver_sql(f"SET LOCAL statement_timeout = {int(timeout_s * 1000)}")
-                interrupt = self._interrupter(conn)
-
-                def on_timeout() -> None:
-                    timed_out.set()
-                    interrupt()
-
-                timer = threading.Timer(timeout_s, on_timeout)
-                timer.start()
-                try:
-                    result = conn.exec_driver_sql(sql)
-                    columns = tuple(result.keys()) if result.returns_rows else ()
-                    rows = result.fetchmany(max_rows + 1) if result.returns_rows else []
-                finally:
-                    timer.cancel()
-                    conn.rollback()
-        except SQLAlchemyError as err:
-            if timed_out.is_set() or "statement timeout" in str(err):
-                raise QueryTimeoutError(f"query interrupted after {timeout_s:g} s") from err
-            raise DatabaseError(_driver_message(err)) from err
-        except sqlite3.Error as err:  # raised by our own connect() hooks
-            raise DatabaseError(str(err)) from err
-        if timed_out.is_set():
-            raise QueryTimeoutError(f"query interrupted after {timeout_s:g} s")
+            reply = pool_for(self.config.workers, self.config.memory_mb).run(request, timeout_s)
+        except WorkerLost as err:
+            if err.timed_out:
+                raise QueryTimeoutError(f"query interrupted after {timeout_s:g} s") from None
+            raise DatabaseError(str(err)) from None
+        if not reply["ok"]:
+            raise self._error(reply, timeout_s)
         return QueryResult(
-            columns=columns,
-            rows=tuple(tuple(row) for row in rows[:max_rows]),
-            truncated=len(rows) > max_rows,
+            columns=tuple(reply["columns"]),
+            rows=tuple(reply["rows"]),
+            truncated=reply["truncated"],
             elapsed_s=time.perf_counter() - start,
         )
 
+    def _error(self, reply: dict[str, Any], timeout_s: float) -> DatabaseError:
+        kind, message = reply["kind"], reply["message"]
+        if kind == "timeout":
+            return QueryTimeoutError(f"query interrupted after {timeout_s:g} s")
+        if kind == "memory":
+            return DatabaseError(f"the query needs more memory than the {self.config.memory_mb} MB "
+                                 f"allowed (database.memory_mb): {message}")
+        if kind == "too_large":
+            return DatabaseError(f"{message} (database.max_result_bytes)")
+        if kind == "connect":
+            return DatabaseError(f"could not open {self!r}: {message}")
+        return DatabaseError(message)
+
+    def _spec(self) -> dict[str, Any]:
+        """What a worker needs to open this database, and the key its connection is kept by."""
+        config = self.config
+        if self._path is not None:
+            spec: dict[str, Any] = {"backend": self.backend, "path": str(self._path),
+                                    "memory_mb": config.memory_mb, "threads": config.threads}
+            try:
+                # A file replaced at the same path (a rebuilt database) is another database.
+                stat = os.stat(self._path)
+                spec["file"] = (stat.st_dev, stat.st_ino)
+            except OSError as err:
+                raise DatabaseError(f"cannot read {self._path}: {err.strerror}") from None
+        else:
+            conninfo = self.url.set(drivername="postgresql").render_as_string(hide_password=False)
+            spec = {"backend": self.backend, "conninfo": conninfo,
+                    "work_mem_mb": config.work_mem_mb, "temp_file_limit_mb": config.temp_file_limit_mb}
+        spec["key"] = hashlib.sha256(repr(sorted(spec.items())).encode()).hexdigest()
+        return spec
+
+    def _file_path(self) -> Path:
+        database = self.url.database
+        if not database or database == ":memory:":
+            raise ConfigError(f"give a {self.backend} file (e.g. {self.backend}:///path/to/file), not an in-memory database")
+        path = Path(database).expanduser().resolve()
+        if not path.is_file():
+            raise ConfigError(f"no {'SQLite' if self.backend == 'sqlite' else 'DuckDB'} database at {path}")
+        return path
+
+    def _check_role(self) -> None:
+        from groundsql.db.engines.postgres import PRIVILEGE_SQL
+
+        reasons = [row[0] for row in self.execute(PRIVILEGE_SQL, max_rows=5).rows]
+        if not reasons:
+            return
+        user = self.url.username or "the current user"
+        what = f"the role {user} can write ({'; '.join(reasons)})"
+        if self.config.allow_privileged_role:
+            log.warning("%s; running anyway because database.allow_privileged_role is set", what)
+            return
+        raise ConfigError(
+            f"groundsql will not run queries on {self!r}: {what}. Connect as a role that may only "
+            "read (CREATE ROLE reader LOGIN; GRANT USAGE ON SCHEMA public TO reader; GRANT SELECT ON "
+            "ALL TABLES IN SCHEMA public TO reader), or, for a database you can afford to lose, "
+            "set database.allow_privileged_role (--allow-privileged-role)"
+        )
+
     def quote(self, identifier: str) -> str:
-        return self.engine.dialect.identifier_preparer.quote(identifier)
+        return _sqlalchemy_dialect(self.backend).identifier_preparer.quote(identifier)
 
     # -- introspection ---------------------------------------------------------------------
 
-    def introspect(self, *, refresh: bool = False) -> Schema:
+    @property
+    def engine(self) -> Engine:
+        """A SQLAlchemy engine for introspection (SQLite and PostgreSQL), on the same read-only
+        terms as the workers' connections."""
+        if self._sa_engine is None:
+            self._sa_engine = self._make_sqlalchemy_engine()
+        return self._sa_engine
+
+    def _make_sqlalchemy_engine(self) -> Engine:
+        if self.backend == "sqlite":
+            from groundsql.db.engines.sqlite import connect_read_only
+
+            path = self._path
+            return sa.create_engine("sqlite://", creator=lambda: connect_read_only(path), poolclass=sa.NullPool)
+        if self.backend == "postgresql":
+            url = self.url
+            if url.drivername == "postgresql":
+                url = url.set(drivername="postgresql+psycopg")  # the driver groundsql installs
+            try:
+                return sa.create_engine(url, poolclass=sa.NullPool)
+            except NoSuchModuleError as err:
+                raise ConfigError("the driver for postgresql is not installed: pip install 'groundsql[postgres]'") from err
+        raise ConfigError(f"{self.backend} is introspected through its own catalog, not SQLAlchemy")
+
+    def introspect(self, *, refresh: bool = False) -> "Schema":
         """Tables, columns, keys, row counts and sample values (cached per instance)."""
         if self._schema is None or refresh:
             from groundsql.db.introspect import introspect
 
             self._schema = introspect(self)
-            if self.backend == "postgresql":
-                self._warn_if_superuser()
         return self._schema
 
-    def _warn_if_superuser(self) -> None:
-        rows = self.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").rows
-        if rows and rows[0][0]:
-            log.warning(
-                "connected to PostgreSQL as a superuser: READ ONLY transactions do not stop a "
-                "superuser from reading server files; use a role that may only SELECT"
-            )
+    def catalog(self) -> "Catalog":
+        """The names the validator checks queries against: tables and views with their
+        columns, and the functions the database defines itself (cached per instance)."""
+        if self._catalog is None:
+            from groundsql.db.introspect import read_catalog
+
+            self._catalog = read_catalog(self, self._engine_kind.user_functions_sql)
+        return self._catalog
 
     def close(self) -> None:
-        self.engine.dispose()
+        from groundsql.db.pool import pool_for
+
+        if self._path is not None and self._path.exists() or self.backend == "postgresql":
+            try:
+                pool_for(self.config.workers, self.config.memory_mb).close_connections(self._spec()["key"])
+            except DatabaseError:
+                pass
+        if self._sa_engine is not None:
+            self._sa_engine.dispose()
 
     def __enter__(self) -> "Database":
         return self
@@ -225,8 +228,13 @@ class Database:
         return f"Database({self.url.render_as_string(hide_password=True)!r})"
 
 
-def _driver_message(err: SQLAlchemyError) -> str:
-    """The driver's own sentence, without SQLAlchemy's statement echo and links."""
-    original = getattr(err, "orig", None)
-    text = str(original) if original is not None else str(err)
-    return text.strip().splitlines()[0] if text.strip() else type(err).__name__
+@lru_cache(maxsize=None)
+def _sqlalchemy_dialect(backend: str) -> sa.engine.Dialect:
+    # Quoting rules only; DuckDB follows PostgreSQL's (as duckdb-engine does).
+    if backend == "sqlite":
+        from sqlalchemy.dialects import sqlite
+
+        return sqlite.dialect()
+    from sqlalchemy.dialects import postgresql
+
+    return postgresql.dialect()

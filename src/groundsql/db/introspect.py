@@ -19,6 +19,37 @@ _MAX_EXAMPLE_CHARS = 60  # long texts would crowd the prompt without telling the
 
 
 @dataclass(frozen=True)
+class Catalog:
+    """What the validator checks a query's names against (safety/validator.py)."""
+
+    tables: dict[str, frozenset[str]]  # lower-case table or view name -> lower-case columns
+    user_functions: frozenset[str]  # lower-case names of functions the database defines
+
+
+def read_catalog(db: "Database", user_functions_sql: str | None) -> Catalog:
+    try:
+        if db.backend == "duckdb":
+            rows = db.execute(
+                "SELECT table_name, column_name FROM duckdb_columns() "
+                "WHERE NOT internal AND schema_name = current_schema()", max_rows=1_000_000,
+            ).rows
+        else:
+            inspector = sa.inspect(db.engine)
+            names = list(inspector.get_table_names()) + list(inspector.get_view_names())
+            rows = tuple((name, c["name"]) for name in names for c in inspector.get_columns(name))
+        functions = db.execute(user_functions_sql, max_rows=1_000_000).rows if user_functions_sql else ()
+    except (SQLAlchemyError, GroundsqlError) as err:
+        raise DatabaseError(f"could not read the catalog of {db!r}: {err}") from err
+    tables: dict[str, set[str]] = {}
+    for table, column in rows:
+        tables.setdefault(str(table).lower(), set()).add(str(column).lower())
+    return Catalog(
+        tables={name: frozenset(columns) for name, columns in tables.items()},
+        user_functions=frozenset(str(row[0]).lower() for row in functions),
+    )
+
+
+@dataclass(frozen=True)
 class _CatalogTable:
     """What the catalog says of one table, before rows are counted and sampled."""
 
@@ -65,7 +96,7 @@ def _sqlalchemy_catalog(db: "Database") -> list[_CatalogTable]:
 
 
 def _duckdb_catalog(db: "Database") -> list[_CatalogTable]:
-    # duckdb-engine's reflection runs PostgreSQL catalog queries DuckDB cannot answer for keys,
+    # SQLAlchemy's reflection (through duckdb-engine) cannot read DuckDB's keys,
     # so DuckDB's own catalog functions are read instead.
     where = "WHERE NOT internal AND schema_name = current_schema()"
     columns: dict[str, list[tuple[str, str, bool, str]]] = {}

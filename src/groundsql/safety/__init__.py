@@ -1,4 +1,4 @@
-"""Safety validation of model-written SQL (FLINT 3.5 / H.1): see `groundsql.safety.validator`."""
+"""Safety validation of untrusted SQL (FLINT 3.5 / H.1): see `groundsql.safety.validator`."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ __all__ = ["ValidatedSQL", "parse_untrusted", "validate_sql", "run_validated"]
 
 
 def run_validated(db: Database, sql: str, policy: SafetyConfig) -> tuple[ValidatedSQL, QueryResult]:
-    """Validate, then execute read-only: the only way untrusted SQL reaches a database."""
-    checked = validate_sql(sql, db.dialect, policy)
+    """Validate against the database's own catalog, then execute read-only: the only way
+    untrusted SQL reaches a database."""
+    checked = validate_sql(sql, db.dialect, policy, db.catalog())
     return checked, db.execute(checked.sql)
