@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -152,3 +154,101 @@ def test_duckdb_introspection_read_only_and_timeout(duckdb_file: Path) -> None:
         db.execute("SELECT COUNT(*) FROM range(100000000000) a", timeout_s=0.5)
     db.close()
     assert digest(duckdb_file) == before
+
+
+# -- Bounds that hold without the validator (issue 22) ----------------------------------------
+
+
+def test_result_bytes_are_capped_like_rows(concert_singer: Path) -> None:
+    """1,000 rows of 1 MB would otherwise reach the caller whole."""
+    db = Database(f"sqlite:///{concert_singer}", DatabaseConfig(max_result_bytes=4 * 2**20))
+    big = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000) "
+    result = db.execute(big + "SELECT x, zeroblob(1000000) FROM c")
+    assert result.truncated and 2 <= len(result.rows) <= 4
+    with pytest.raises(DatabaseError, match="single row is larger"):
+        db.execute("SELECT zeroblob(3000000), zeroblob(3000000)")
+
+
+def test_a_query_that_ignores_its_interrupt_is_killed(duckdb_file: Path) -> None:
+    db = Database(f"duckdb:///{duckdb_file}")
+    start = time.perf_counter()
+    with pytest.raises(QueryTimeoutError):
+        db.execute("SELECT length(list_sort(range(30000000)))", timeout_s=1.0)
+    assert time.perf_counter() - start < 5  # the limit, the grace second, and a new worker
+    assert db.execute("SELECT COUNT(*) FROM orders").rows == ((3,),)
+
+
+def test_memory_is_bounded_per_query(duckdb_file: Path) -> None:
+    db = Database(f"duckdb:///{duckdb_file}", DatabaseConfig(memory_mb=1024))
+    with pytest.raises(DatabaseError, match="memory"):
+        db.execute("SELECT max(x) FROM (SELECT unnest(range(1000000000)) AS x)")
+    assert db.execute("SELECT COUNT(*) FROM customer").rows == ((2,),)
+
+
+def test_duckdb_runs_one_select_only(duckdb_file: Path) -> None:
+    db = Database(f"duckdb:///{duckdb_file}")
+    before = digest(duckdb_file)
+    for sql in ("SELECT 1; DELETE FROM orders", "CHECKPOINT", "SET threads = 64", "PRAGMA show_tables"):
+        with pytest.raises(DatabaseError):
+            db.execute(sql)
+    db.close()
+    assert digest(duckdb_file) == before
+
+
+def test_queries_run_side_by_side(concert_singer: Path) -> None:
+    db = Database(f"sqlite:///{concert_singer}", DatabaseConfig(workers=2))
+    with ThreadPoolExecutor(4) as pool:
+        counts = list(pool.map(lambda _: db.execute("SELECT COUNT(*) FROM singer").rows, range(16)))
+    assert counts == [((6,),)] * 16
+
+
+@pytest.mark.postgres
+def test_postgres_refuses_a_role_that_can_write(postgres_admin_url: str) -> None:
+    with pytest.raises(ConfigError, match="superuser"):
+        Database(postgres_admin_url)
+    assert Database(postgres_admin_url, DatabaseConfig(allow_privileged_role=True)).execute("SELECT 1").rows == ((1,),)
+
+
+@pytest.mark.postgres
+def test_postgres_percent_is_a_character(postgres_url: str) -> None:
+    rows = Database(postgres_url).execute("SELECT name FROM city WHERE name LIKE 'L%' OR name LIKE '%r%' ORDER BY name").rows
+    assert rows == (("Lyon",), ("Paris",))
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("statement", [
+    "COMMIT; DELETE FROM city",
+    "ROLLBACK; DELETE FROM city",
+    "SET TRANSACTION READ WRITE; DELETE FROM city; COMMIT",
+    "COMMIT; DROP TABLE city",
+    "DELETE FROM city",
+    "SET TRANSACTION READ WRITE",
+])
+def test_postgres_sends_one_select_even_as_superuser(postgres_admin_url: str, statement: str) -> None:
+    """The second layer alone, with the most privileged role: one statement, a query, read-only."""
+    db = Database(postgres_admin_url, DatabaseConfig(allow_privileged_role=True))
+    with pytest.raises(DatabaseError):
+        db.execute(statement)
+    assert db.execute("SELECT COUNT(*) FROM city").rows == ((3,),)
+
+
+@pytest.mark.postgres
+def test_postgres_session_state_does_not_outlive_a_query(postgres_admin_url: str) -> None:
+    import psycopg
+
+    db = Database(postgres_admin_url, DatabaseConfig(allow_privileged_role=True, workers=1))
+    db.execute("SELECT pg_advisory_lock(4242)")
+    db.execute("SELECT set_config('search_path', 'nowhere', false)")
+    with psycopg.connect(postgres_admin_url, autocommit=True) as admin:
+        held = admin.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242").fetchone()
+    assert held == (0,)
+    assert db.execute("SELECT current_setting('search_path')").rows[0][0] != "nowhere"
+
+
+@pytest.mark.postgres
+def test_postgres_fetches_only_what_it_returns(postgres_url: str) -> None:
+    db = Database(postgres_url, DatabaseConfig(max_rows=1000))
+    start = time.perf_counter()
+    result = db.execute("SELECT g, repeat('x', 100) FROM generate_series(1, 3000000) g LIMIT 3000000", timeout_s=10)
+    assert len(result.rows) == 1000 and result.truncated
+    assert time.perf_counter() - start < 5  # a server-side cursor: three million rows never cross
