@@ -84,3 +84,12 @@ def test_grounds_list_the_candidates_voted_on(capsys) -> None:
     # Grounds with nothing to show print no empty heading.
     cli._print_grounds({"schema": {"tables": ["singer"]}})
     assert capsys.readouterr().out == ""
+
+
+@pytest.mark.postgres
+def test_privileged_postgres_role_is_refused_unless_allowed(postgres_admin_url: str) -> None:
+    refused = _cli("schema", "--db", postgres_admin_url)
+    assert refused.returncode != 0 and "may write (it is a superuser)" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    allowed = _cli("schema", "--db", postgres_admin_url, "--allow-privileged-role")
+    assert allowed.returncode == 0 and "# Table: city" in allowed.stdout

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.syntax import Syntax
 from rich.table import Table
 
-from groundsql.config import LLMConfig, Settings
+from groundsql.config import DatabaseConfig, LLMConfig, Settings
 from groundsql.errors import ConfigError, GroundsqlError
 
 app = typer.Typer(
@@ -32,9 +32,18 @@ DbOption = Annotated[
 ]
 
 
+PrivilegedOption = Annotated[
+    bool,
+    typer.Option("--allow-privileged-role", help="PostgreSQL: run queries even as a role that can write "
+                 "(a superuser, or one with write privileges). Only for a database you can afford to lose."),
+]
+
+
 def _settings(
-    model: str | None, backend: str | None, base_url: str | None, no_cache: bool = False
+    model: str | None = None, backend: str | None = None, base_url: str | None = None, no_cache: bool = False,
+    allow_privileged_role: bool = False,
 ) -> Settings:
+    database = DatabaseConfig(allow_privileged_role=allow_privileged_role)
     llm = LLMConfig()
     updates: dict[str, object] = {}
     if backend:
@@ -45,7 +54,7 @@ def _settings(
         updates["base_url"] = base_url
     if no_cache:
         updates["cache"] = False
-    return Settings(llm=LLMConfig.model_validate({**llm.model_dump(), **updates}))
+    return Settings(llm=LLMConfig.model_validate({**llm.model_dump(), **updates}), database=database)
 
 
 @app.command()
@@ -72,11 +81,12 @@ def ask(
         typer.Option(help="Domain pack folder for the grounded strategy (the demo has its own; "
                           "`groundsql init` drafts one)."),
     ] = None,
+    allow_privileged_role: PrivilegedOption = False,
 ) -> None:
     """Answer QUESTION with a validated, read-only SQL query and its result."""
     from groundsql.api import connect
 
-    settings = _settings(model, backend, base_url, no_cache)
+    settings = _settings(model, backend, base_url, no_cache, allow_privileged_role)
     with err.status("Thinking…", spinner="dots"):
         with connect(db, settings=settings, bank=bank, pack=pack) as session:
             answer = session.ask(question, strategy=strategy)
@@ -146,12 +156,13 @@ def schema(
     db: DbOption = None,
     fmt: Annotated[str, typer.Option("--format", help="m-schema or ddl")] = "m-schema",
     examples: Annotated[bool, typer.Option(help="Include example values.")] = True,
+    allow_privileged_role: PrivilegedOption = False,
 ) -> None:
     """Print the database schema as the model sees it."""
     from groundsql.api import connect
     from groundsql.schema import render_schema
 
-    with connect(db) as session:
+    with connect(db, settings=_settings(allow_privileged_role=allow_privileged_role)) as session:
         print(render_schema(session.db.introspect(), fmt, with_examples=examples))
 
 
@@ -176,6 +187,7 @@ def init(
     out_folder: Annotated[str, typer.Option("--out", help="Folder for the pack (pack.yaml, schema.yaml, bank.jsonl).")],
     db: DbOption = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing draft (a bank.jsonl is kept).")] = False,
+    allow_privileged_role: PrivilegedOption = False,
 ) -> None:
     """Draft a domain pack from a database: reference and entity tables, schema docs, joins."""
     from pathlib import Path
@@ -183,7 +195,7 @@ def init(
     from groundsql.api import connect
     from groundsql.packs.draft import draft_pack
 
-    with connect(db) as session:
+    with connect(db, settings=_settings(allow_privileged_role=allow_privileged_role)) as session:
         with err.status("Reading the database…", spinner="dots"):
             summary = draft_pack(session.db, Path(out_folder), force=force)
     inferred = f" ({summary.inferred_joins} inferred from names and values)" if summary.inferred_joins else ""

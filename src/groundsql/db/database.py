@@ -149,13 +149,15 @@ class Database:
         reasons = [row[0] for row in self.execute(PRIVILEGE_SQL, max_rows=5).rows]
         if not reasons:
             return
-        user = self.url.username or "the current user"
-        what = f"the role {user} can write ({'; '.join(reasons)})"
+        if "it is a superuser" in reasons:
+            reasons = ["it is a superuser"]  # a superuser is also a member of every role
+        what = f"the role {self.url.username or 'of this connection'} may write ({'; '.join(reasons)})"
         if self.config.allow_privileged_role:
             log.warning("%s; running anyway because database.allow_privileged_role is set", what)
             return
+        where = self.url.render_as_string(hide_password=True)
         raise ConfigError(
-            f"groundsql will not run queries on {self!r}: {what}. Connect as a role that may only "
+            f"groundsql will not run queries on {where}: {what}. Connect as a role that may only "
             "read (CREATE ROLE reader LOGIN; GRANT USAGE ON SCHEMA public TO reader; GRANT SELECT ON "
             "ALL TABLES IN SCHEMA public TO reader), or, for a database you can afford to lose, "
             "set database.allow_privileged_role (--allow-privileged-role)"
