@@ -26,12 +26,14 @@ class Scripted(LLM):
     def __init__(self, *answers: str | Exception, retries: int = 2) -> None:
         self.answers = list(answers)
         self.attempts = 0
+        self.requests: list[ChatRequest] = []  # as asked, for tests of what a prompt shows
         self.model_id = "scripted"
         self.retries = retries
         self.retry_backoff_s = 0.0
 
     def _complete(self, request: ChatRequest) -> Completion:
         self.attempts += 1
+        self.requests.append(request)
         answer = self.answers.pop(0)
         if isinstance(answer, Exception):
             raise answer

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from groundsql.config import Settings, data_home
+from groundsql.conversation import Turn, earlier_examples, resolve_followup
 from groundsql.db import Database, QueryResult
 from groundsql.llm import LLM, build_llm
-from groundsql.retrieval import QueryBank
+from groundsql.retrieval import Example, QueryBank
 from groundsql.strategies import Answer, Context, get_strategy
+from groundsql.strategies.answer import Step
 
 
 def demo_database_url() -> str:
@@ -47,16 +52,51 @@ class Session:
     def context(self) -> Context:
         return Context(db=self.db, llm=self.llm, settings=self.settings, bank=self.bank)
 
-    def ask(self, question: str, *, strategy: str = "zero-shot") -> Answer:
+    def ask(
+        self,
+        question: str,
+        *,
+        strategy: str = "zero-shot",
+        history: Sequence[Turn] = (),
+        on_step: Callable[[Step], None] | None = None,
+    ) -> Answer:
+        """Answer `question`; with `history` (the conversation's earlier turns) a follow-up is
+        first made standalone. `on_step` hears of each step as it finishes."""
         if not question.strip():
             raise ValueError("the question is empty")
-        return get_strategy(strategy)(question, self.context)
+        answer_with = get_strategy(strategy)  # an unknown strategy fails before any model call
+        if not history:
+            return answer_with(question, replace(self.context, on_step=on_step) if on_step else self.context)
+        start = time.perf_counter()
+        standalone, call = resolve_followup(question, history, self.llm, self.settings)
+        resolved = Step("resolve", time.perf_counter() - start, {"standalone": standalone},
+                        (call,) if call is not None else ())
+        if on_step is not None:
+            on_step(resolved)
+        ctx = replace(self.context, on_step=on_step, conversation=earlier_examples(history))
+        answer = answer_with(standalone, ctx)
+        grounds = {**answer.grounds, "conversation": {"asked": question, "standalone": standalone,
+                                                      "earlier": [t.standalone for t in history]}}
+        return replace(answer, steps=(resolved, *answer.steps), elapsed_s=answer.elapsed_s + resolved.elapsed_s,
+                       grounds=grounds)
 
     def run_sql(self, sql: str) -> QueryResult:
         """Run SQL of your own through the same validator and read-only connection."""
         from groundsql.safety import run_validated
 
         return run_validated(self.db, sql, self.settings.safety)[1]
+
+    def learn(self, question: str, sql: str) -> Example:
+        """Keep a confirmed answer as a solved example: it is validated and run like any other
+        SQL (a refusal or an error raises), and retrieval uses it from the next question on."""
+        if not question.strip():
+            raise ValueError("the question is empty")
+        from groundsql.safety import run_validated
+
+        checked, _ = run_validated(self.db, sql, self.settings.safety)
+        example = Example(question.strip(), checked.sql)
+        self.context.learn(example)
+        return example
 
     def close(self) -> None:
         self.db.close()

@@ -35,6 +35,13 @@ class QueryBank:
     def with_embedder(self, embedder: Embedder | None) -> "QueryBank":
         return QueryBank(self.examples, embedder)
 
+    def extended(self, examples: list[Example]) -> "QueryBank":
+        """This bank and `examples`; embeddings already computed are kept."""
+        bank = QueryBank((*self.examples, *examples), self.embedder)
+        if self._vectors is not None and self.embedder is not None:
+            bank._vectors = self._vectors + self.embedder.embed([e.question for e in examples])
+        return bank
+
     @property
     def method(self) -> str:
         return f"embedding ({self.embedder.name})" if self.embedder else "lexical (token-set ratio)"

@@ -7,7 +7,7 @@ import decimal
 import time
 from contextlib import contextmanager
 from dataclasses import replace, dataclass, field
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from groundsql.llm.base import Completion
 
@@ -103,12 +103,17 @@ def json_value(value: Any) -> Any:
 
 
 class Trace:
-    """Collects steps while a strategy runs; `finish` freezes them into an `Answer`."""
+    """Collects steps while a strategy runs; `finish` freezes them into an `Answer`.
 
-    def __init__(self, question: str, strategy: str) -> None:
+    `listener`, when given, hears of each step as it finishes (the server streams them); it is
+    called from whichever thread ran the step.
+    """
+
+    def __init__(self, question: str, strategy: str, listener: Callable[[Step], None] | None = None) -> None:
         self.question = question
         self.strategy = strategy
         self.steps: list[Step] = []
+        self.listener = listener
         self._start = time.perf_counter()
 
     @contextmanager
@@ -121,7 +126,10 @@ class Trace:
             yield record
         finally:
             calls = tuple(record.pop("calls"))
-            self.steps.append(Step(name, time.perf_counter() - start, record, calls))
+            done = Step(name, time.perf_counter() - start, record, calls)
+            self.steps.append(done)
+            if self.listener is not None:
+                self.listener(done)
 
     def amend(self, answer: Answer) -> Answer:
         """`answer` (finished earlier) with the steps recorded since and the time spent since."""

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable
 from functools import cached_property
 
 from groundsql.config import Settings
@@ -19,7 +19,7 @@ from groundsql.prompts import load_prompt
 from groundsql.retrieval import Example, QueryBank
 from groundsql.safety import ValidatedSQL, run_validated
 from groundsql.schema import Schema, render_schema
-from groundsql.strategies.answer import Answer, Trace
+from groundsql.strategies.answer import Answer, Step, Trace
 from groundsql.strategies.feedback import error_feedback, repaired
 
 _MOST_REPAIRS = 3  # one per misqualified column; a query with more is the model's to rewrite
@@ -35,6 +35,22 @@ class Context:
     pack: DomainPack | None = None  # the domain pack (grounded strategy)
     # Per-session objects a strategy builds once (the grounded strategy's indexes).
     resources: dict[str, Any] = field(default_factory=dict)
+    # Hears of each step of a question as it finishes (the server's event stream).
+    on_step: Callable[[Step], None] | None = None
+    # A follow-up's earlier turns, as solved examples shown before the retrieved ones.
+    conversation: tuple[Example, ...] = ()
+    # Examples confirmed by people (Session.learn), on top of the bank and the pack's bank.
+    learned: list[Example] = field(default_factory=list)
+
+    def learn(self, example: Example) -> None:
+        """A confirmed example joins the bank every retrieving strategy reads (few-shot's, and
+        the grounded strategy's pack bank)."""
+        self.learned.append(example)
+        self.bank = QueryBank((*(self.bank.examples if self.bank else ()), example),
+                              self.bank.embedder if self.bank else None)
+        domain = self.resources.get("grounded")
+        if domain is not None:
+            self.resources["grounded"] = replace(domain, bank=domain.bank.extended([example]))
 
     @cached_property
     def schema(self) -> Schema:
@@ -81,19 +97,28 @@ def generation_request(
     """The generation prompt for `question`, with solved examples when given, and the model
     settings (temperature, max tokens, seed) from the configuration; recorded as the trace's
     "schema" step (introspection and rendering happen here on first use)."""
-    shown = "".join(f"Question: {e.question}\nSQL: {e.sql}\n\n" for e in examples)
     with trace.step("schema", format=ctx.settings.generation.schema_format) as step:
         step["tables"] = len(ctx.schema.tables)
         request = load_prompt("generate_sql").request(
             dialect=ctx.dialect_label,
             schema=ctx.schema_text,
-            examples=f"Solved examples:\n\n{shown}" if shown else "",
+            examples=examples_text(ctx, examples),
             question=question.strip(),
         )
     llm = ctx.settings.llm
     return request.model_copy(
         update={"temperature": llm.temperature, "max_tokens": llm.max_tokens, "seed": llm.seed}
     )
+
+
+def examples_text(ctx: Context, examples: Sequence[Example]) -> str:
+    """The solved examples a generation prompt shows: a conversation's earlier turns first
+    (a follow-up most often edits the last query), then the retrieved ones."""
+    def block(title: str, shown: Sequence[Example]) -> str:
+        body = "".join(f"Question: {e.question}\nSQL: {e.sql}\n\n" for e in shown)
+        return f"{title}:\n\n{body}" if shown else ""
+
+    return block("Earlier in this conversation", ctx.conversation) + block("Solved examples", examples)
 
 
 _FENCED = re.compile(r"```[ \t]*(?:sql|sqlite|postgresql|postgres|duckdb)?[ \t]*\n?(.*?)```", re.S | re.I)

@@ -10,7 +10,7 @@ from groundsql.strategies.context import Context, generate_and_execute, generati
 def few_shot(question: str, ctx: Context) -> Answer:
     if ctx.bank is None:
         raise ConfigError("the few-shot strategy needs a query bank (--bank FILE.jsonl)")
-    trace = Trace(question, "few-shot")
+    trace = Trace(question, "few-shot", ctx.on_step)
     with trace.step("retrieve", k=ctx.settings.few_shot.k) as step:
         # A database's own solved questions are kept out only in cross-database evaluation,
         # where the bank holds the benchmark's other items (see evaluation/runner.py).

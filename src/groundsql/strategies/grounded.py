@@ -36,7 +36,7 @@ from groundsql.retrieval import Example, QueryBank, load_embedder
 from groundsql.schema import Schema, render_schema
 from groundsql.schema.linking import LinkedSchema, connect, join_graph
 from groundsql.strategies.answer import Answer, Trace
-from groundsql.strategies.context import Context, generate_and_execute, name_list, parse_json
+from groundsql.strategies.context import Context, examples_text, generate_and_execute, name_list, parse_json
 
 __all__ = ["grounded", "demo_pack_path"]
 
@@ -59,7 +59,7 @@ class _Domain:
 
 def grounded(question: str, ctx: Context) -> Answer:
     cfg = ctx.settings.grounded
-    trace = Trace(question, "grounded")
+    trace = Trace(question, "grounded", ctx.on_step)
     domain = _domain(ctx, trace)
     grounds: dict[str, Any] = {"pack": domain.pack.name}
     with ThreadPoolExecutor(max_workers=2) as pool:
@@ -109,7 +109,7 @@ def _domain(ctx: Context, trace: Trace) -> _Domain:
                     if pack.entities else None)
         embedder = load_embedder() if ctx.settings.grounded.embeddings else None
         domain = _Domain(pack, schema, _domain_text(ctx, pack, schema), join_graph(schema, documented),
-                         entities, QueryBank(pack.bank, embedder))
+                         entities, QueryBank((*pack.bank, *ctx.learned), embedder))
         step.update(pack=pack.name, references=len(pack.references),
                     entity_names=len(entities.names) if entities else 0, bank=len(pack.bank),
                     retrieval=domain.bank.method)
@@ -363,12 +363,11 @@ def _grounds_text(constraints: list[Constraint]) -> str:
 
 def _generation_request(ctx: Context, domain: _Domain, question: str, linked: LinkedSchema,
                         constraints: list[Constraint], examples: list[Example]) -> ChatRequest:
-    shown = "".join(f"Question: {e.question}\nSQL: {e.sql}\n\n" for e in examples)
     if _small(ctx, domain.schema):
         # Zero-shot's turn (the system part already is zero-shot's), with what grounding found
         # before the question. The label columns are in the prompt, so the model may filter on
         # a label or on its id: no instruction to prefer ids.
-        evidence = _grounds_text(constraints) + (f"Solved examples:\n\n{shown}" if shown else "")
+        evidence = _grounds_text(constraints) + examples_text(ctx, examples)
         _, user = load_prompt("generate_sql").render(
             dialect=ctx.dialect_label, schema="", question=question.strip(), examples=evidence)
         request = ChatRequest(messages=(Message(role="system", content=domain.text), user))
@@ -385,7 +384,7 @@ def _generation_request(ctx: Context, domain: _Domain, question: str, linked: Li
             linked=tables,
             joins=joins,
             grounds=_grounds_text(constraints),
-            examples=f"Solved examples:\n\n{shown}" if shown else "",
+            examples=examples_text(ctx, examples),
             dialect=ctx.dialect_label,
             filters="\n- Filter on the resolved values above, not on names or labels." if constraints else "",
             question=question.strip(),

@@ -26,7 +26,7 @@ def result_key(result: QueryResult) -> tuple[str, ...]:
 
 def self_consistency(question: str, ctx: Context) -> Answer:
     config = ctx.settings.self_consistency
-    trace = Trace(question, "self-consistency")
+    trace = Trace(question, "self-consistency", ctx.on_step)
     greedy = generation_request(ctx, trace, question)
     votes: dict[tuple[str, ...], list[int]] = {}
     ran: list[tuple[str, QueryResult] | None] = []

@@ -9,6 +9,6 @@ from groundsql.strategies.context import Context, generate_and_execute, generati
 
 
 def zero_shot(question: str, ctx: Context) -> Answer:
-    trace = Trace(question, "zero-shot")
+    trace = Trace(question, "zero-shot", ctx.on_step)
     request = generation_request(ctx, trace, question)
     return generate_and_execute(ctx, request, trace)

@@ -39,7 +39,7 @@ __all__ = ["search"]
 
 def search(question: str, ctx: Context) -> Answer:
     config = ctx.settings.search
-    trace = Trace(question, "search")
+    trace = Trace(question, "search", ctx.on_step)
     compressed = _compress(ctx, question, config, trace)
     problem = _understand(ctx, question, compressed, config, trace)
     probe = Probe(ctx.db, ctx.settings.safety, config.probe_variants, seed=ctx.settings.llm.seed)
