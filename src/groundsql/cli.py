@@ -22,6 +22,8 @@ app = typer.Typer(
 )
 models_app = typer.Typer(help="Local model weights.", no_args_is_help=True)
 app.add_typer(models_app, name="models")
+keys_app = typer.Typer(help="API keys of the service (`groundsql serve`).", no_args_is_help=True)
+app.add_typer(keys_app, name="keys")
 
 out = Console()
 err = Console(stderr=True)
@@ -389,6 +391,78 @@ def models_pull(
     with err.status(f"Provisioning {spec.name}…"):
         path = download_from_hub(spec) if from_hub else resolve_gguf(spec.name)
     out.print(f"{spec.name}: {path} (SHA-256 verified)")
+
+
+ConfigOption = Annotated[
+    Optional[str], typer.Option("--config", help="The service's YAML file (see the README's Serve section).")
+]
+
+
+@app.command()
+def serve(
+    config: ConfigOption = None,
+    db: Annotated[Optional[str], typer.Option("--db", help="Serve one database (instead of --config).")] = None,
+    host: Annotated[Optional[str], typer.Option(help="Address to listen on (default 127.0.0.1).")] = None,
+    port: Annotated[Optional[int], typer.Option(help="Port (default 8000).")] = None,
+    no_auth: Annotated[bool, typer.Option("--no-auth", help="No API keys (loopback addresses only).")] = False,
+) -> None:
+    """Serve the HTTP API: ask, run SQL, schemas, feedback, conversations, metrics."""
+    from pathlib import Path
+
+    from groundsql.server import load_serve_config, serve as run
+
+    settings = load_serve_config(Path(config) if config else None, db=db, host=host, port=port,
+                                 auth=False if no_auth else None)
+    if settings.auth:
+        from groundsql.server.state import StateStore
+
+        if not StateStore(settings.state).keys():
+            err.print("note: no API key exists yet; create one with `groundsql keys add NAME`",
+                      markup=False, highlight=False)
+    err.print(f"groundsql: serving {', '.join(settings.databases)} on http://{settings.host}:{settings.port} "
+              f"(API docs at /docs)", markup=False, highlight=False)
+    run(settings)
+
+
+@keys_app.command("add")
+def keys_add(
+    name: Annotated[str, typer.Argument(help="A name for the key (shown in the audit log).")],
+    database: Annotated[
+        Optional[list[str]], typer.Option("--database", "-d", help="A database it may use (repeat; default: all).")
+    ] = None,
+    config: ConfigOption = None,
+) -> None:
+    """Create an API key; it is printed once and stored only as a hash."""
+    secret = _state(config).add_key(name, database or [])
+    err.print(f"key {name!r} for {', '.join(database) if database else 'every database'} (shown only now):",
+              markup=False, highlight=False)
+    print(secret)
+
+
+@keys_app.command("list")
+def keys_list(config: ConfigOption = None) -> None:
+    """The keys: name, databases, creation time (never the secret)."""
+    for name, databases, created in _state(config).keys():
+        out.print(f"{name}\t{', '.join(databases)}\t{created:%Y-%m-%d %H:%M}", markup=False, highlight=False)
+
+
+@keys_app.command("remove")
+def keys_remove(name: Annotated[str, typer.Argument()], config: ConfigOption = None) -> None:
+    """Revoke a key: requests with it are refused from now on."""
+    if not _state(config).remove_key(name):
+        raise ConfigError(f"no key named {name!r}")
+    err.print(f"removed the key {name!r}", markup=False, highlight=False)
+
+
+def _state(config: str | None):
+    from pathlib import Path
+
+    from groundsql.server.config import ServeConfig
+    from groundsql.server.state import StateStore
+    from groundsql.yamlfile import read_model
+
+    state_url = read_model(Path(config), ServeConfig).state if config else ServeConfig(databases={"demo": {}}).state
+    return StateStore(state_url)
 
 
 def main() -> None:

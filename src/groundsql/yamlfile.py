@@ -4,13 +4,14 @@ line of every key and item so a mistake is reported as file:line: field."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
+from pydantic import BaseModel, ValidationError
 
 from groundsql.errors import ConfigError
 
-__all__ = ["Where", "read_yaml", "line_of"]
+__all__ = ["Where", "read_yaml", "read_model", "line_of"]
 
 Where = tuple[str | int, ...]
 """A place in a YAML document: its keys and list indexes from the root."""
@@ -33,6 +34,21 @@ def read_yaml(path: Path) -> tuple[Any, dict[Where, int]]:
     if root is not None:
         _lines(root, (), lines)
     return (data if data is not None else {}), lines
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def read_model(path: Path, model: type[M]) -> M:
+    """The file validated as `model`; a mistake is a ConfigError naming file:line: field."""
+    data, lines = read_yaml(path)
+    try:
+        return model.model_validate(data)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = tuple(first["loc"])
+        field = ".".join(str(p) for p in where) or "(top level)"
+        raise ConfigError(f"{path}:{line_of(lines, where)}: {field}: {first['msg']}") from err
 
 
 def line_of(lines: dict[Where, int], where: Where) -> int:

@@ -9,15 +9,13 @@ line of the field it is about. `check_pack` then compares the pack with the real
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from pydantic import BaseModel, ValidationError
 
 from groundsql.errors import ConfigError
 from groundsql.packs.model import DomainPack, PackFile, SchemaDocs
 from groundsql.retrieval.bank import QueryBank
 from groundsql.schema.model import Schema
-from groundsql.yamlfile import Where, line_of, read_yaml
+from groundsql.yamlfile import Where, line_of, read_model, read_yaml
 
 PACK_FILE, SCHEMA_FILE, BANK_FILE = "pack.yaml", "schema.yaml", "bank.jsonl"
 
@@ -29,8 +27,8 @@ def load_pack(folder: str | Path) -> DomainPack:
     if not (folder / PACK_FILE).is_file():
         raise ConfigError(f"{folder}: not a domain pack (no {PACK_FILE}); "
                           f"`groundsql init --db URL --out {folder}` drafts one")
-    head = _read(folder / PACK_FILE, PackFile)
-    docs = _read(folder / SCHEMA_FILE, SchemaDocs) if (folder / SCHEMA_FILE).is_file() else SchemaDocs()
+    head = read_model(folder / PACK_FILE, PackFile)
+    docs = read_model(folder / SCHEMA_FILE, SchemaDocs) if (folder / SCHEMA_FILE).is_file() else SchemaDocs()
     bank = QueryBank.load(folder / BANK_FILE).examples if (folder / BANK_FILE).is_file() else ()
     for number, example in enumerate(bank, 1):
         if not example.question.strip() or not example.sql.strip():
@@ -76,17 +74,6 @@ def check_pack(pack: DomainPack, schema: Schema, folder: str | Path) -> None:
         file, where, message = problems[0]
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise ConfigError(f"{_locate(folder / file, where)}: {message}{more}")
-
-
-def _read(path: Path, model: type[BaseModel]) -> Any:
-    data, lines = read_yaml(path)
-    try:
-        return model.model_validate(data)
-    except ValidationError as err:
-        first = err.errors()[0]
-        where = tuple(first["loc"])
-        field = ".".join(str(p) for p in where) or "(top level)"
-        raise ConfigError(f"{path}:{line_of(lines, where)}: {field}: {first['msg']}") from err
 
 
 def _locate(path: Path, where: Where) -> str:

@@ -189,7 +189,7 @@ def generate_and_execute(
         if sql is None:
             error = "the answer contained no SQL query"
         else:
-            with trace.step("validate+execute") as step:
+            with trace.step("validate+execute", sql=sql) as step:
                 try:
                     checked, result = ctx.run_sql(sql, record=step)
                 except (UnsafeSQLError, DatabaseError) as err:

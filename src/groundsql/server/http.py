@@ -1,0 +1,408 @@
+"""The HTTP API (FastAPI): `/v1/ask`, `/v1/sql`, `/v1/databases`, `/v1/feedback`,
+`/v1/conversations/{id}`, `/healthz`, `/metrics`; the OpenAPI schema at `/docs`.
+
+Every error is JSON `{"error": {"code", "message"}}` with one sentence a person can act on,
+never a traceback. A question runs in a worker thread under the service's concurrency limit
+(more at once: 429 with Retry-After) and a deadline (504); with `Accept: text/event-stream`
+the same request streams one event per finished stage and the answer last.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from typing import Annotated, Any, AsyncIterator, Literal
+
+from fastapi import Depends, FastAPI, Header, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from groundsql.errors import DatabaseError, GroundsqlError, UnsafeSQLError
+from groundsql.server.metrics import Metrics
+from groundsql.server.service import Asked, Busy, Service, ServiceError
+from groundsql.server.state import ApiKey
+from groundsql.strategies import Step
+from groundsql.strategies.answer import json_value
+
+log = logging.getLogger("groundsql")
+
+
+# -- request and response models ----------------------------------------------------------------
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class AskRequest(_Strict):
+    question: str = Field(min_length=1, max_length=2000)
+    database: str = Field(min_length=1, max_length=64)
+    strategy: str | None = Field(None, description="zero-shot, few-shot, self-consistency, grounded or search; "
+                                                   "default: the database's")
+    conversation_id: str | None = Field(None, max_length=64, description="continue this conversation")
+
+
+class StageTiming(BaseModel):
+    stage: str
+    seconds: float
+
+
+class Usage(BaseModel):
+    model_calls: int
+    prompt_tokens: int
+    cached_prompt_tokens: int
+    completion_tokens: int
+
+
+class AskResponse(BaseModel):
+    answer_id: str
+    conversation_id: str
+    database: str
+    question: str
+    standalone_question: str
+    strategy: str
+    ok: bool
+    error: str | None
+    sql: str | None
+    columns: list[str]
+    rows: list[list[Any]]
+    truncated: bool
+    grounds: dict[str, Any]
+    timings: list[StageTiming]
+    usage: Usage
+    elapsed_s: float
+
+
+class SqlRequest(_Strict):
+    database: str = Field(min_length=1, max_length=64)
+    sql: str = Field(min_length=1, max_length=100_000)
+
+
+class SqlResponse(BaseModel):
+    database: str
+    sql: str  # as validated and run (a LIMIT added where there was none)
+    columns: list[str]
+    rows: list[list[Any]]
+    truncated: bool
+    elapsed_s: float
+
+
+class DatabaseInfo(BaseModel):
+    name: str
+    dialect: str
+    strategy: str
+    tables: int
+
+
+class SchemaResponse(BaseModel):
+    database: str
+    format: str
+    schema_text: str = Field(alias="schema")
+
+    model_config = ConfigDict(populate_by_name=True)
+
+
+class FeedbackRequest(_Strict):
+    answer_id: str = Field(min_length=1, max_length=64)
+    verdict: Literal["right", "wrong"]
+    corrected_sql: str | None = Field(None, max_length=100_000)
+    comment: str | None = Field(None, max_length=2000)
+
+
+class FeedbackResponse(BaseModel):
+    feedback_id: int
+    learned: bool
+    question: str
+    sql: str | None
+    columns: list[str] | None = None
+    rows: list[list[Any]] | None = None
+
+
+class TurnView(BaseModel):
+    answer_id: str
+    question: str
+    standalone_question: str
+    sql: str | None
+    columns: list[str]
+    row_count: int
+    error: str | None
+    created_at: str
+
+
+class ConversationView(BaseModel):
+    id: str
+    database: str
+    created_at: str
+    turns: list[TurnView]
+
+
+class ErrorBody(BaseModel):
+    code: str
+    message: str
+
+
+class ErrorResponse(BaseModel):
+    error: ErrorBody
+
+
+# -- the caller ------------------------------------------------------------------------------------
+
+
+def caller(request: Request, authorization: Annotated[str | None, Header()] = None,
+           x_api_key: Annotated[str | None, Header()] = None) -> ApiKey | None:
+    """The caller's key (`Authorization: Bearer KEY` or `X-API-Key: KEY`); None when the
+    server runs without auth."""
+    service: Service = request.app.state.service
+    if not service.config.auth:
+        return None
+    secret = x_api_key
+    if secret is None and authorization:
+        scheme, _, value = authorization.partition(" ")
+        secret = value.strip() if scheme.lower() == "bearer" else None
+    if not secret:
+        raise _Unauthorized("an API key is required: send 'Authorization: Bearer KEY'")
+    key = service.state.key_for(secret)
+    if key is None:
+        raise _Unauthorized("the API key is not valid")
+    return key
+
+
+Caller = Annotated[ApiKey | None, Depends(caller)]
+
+
+# -- the app --------------------------------------------------------------------------------------
+
+
+def create_app(service: Service) -> FastAPI:
+    app = FastAPI(
+        title="groundsql",
+        version="1",
+        summary="Ask a database a question in plain language; get safe SQL, its result and its grounds.",
+        max_body_size=service.config.max_body_bytes,
+        responses={400: {"model": ErrorResponse}, 401: {"model": ErrorResponse}, 403: {"model": ErrorResponse},
+                   404: {"model": ErrorResponse}, 429: {"model": ErrorResponse}},
+    )
+    app.state.service = service
+    app.state.metrics = metrics = Metrics()
+    _install_error_handlers(app, metrics)
+
+    @app.middleware("http")
+    async def count(request: Request, call_next: Any) -> Response:
+        start = time.perf_counter()
+        response = await call_next(request)
+        route = getattr(request.scope.get("route"), "path", "unmatched")
+        metrics.requests.labels(route, str(response.status_code)).inc()
+        metrics.latency.labels(route).observe(time.perf_counter() - start)
+        return response
+
+    @app.post("/v1/ask", response_model=AskResponse,
+              responses={200: {"content": {"text/event-stream": {}},
+                               "description": "JSON, or with Accept: text/event-stream one `step` event "
+                                              "per finished stage and an `answer` event last"},
+                         504: {"model": ErrorResponse}})
+    async def ask(body: AskRequest, key: Caller, accept: Annotated[str | None, Header()] = None) -> Any:
+        """Answer a question about a database (or continue a conversation)."""
+        service.database(key, body.database)  # 404/403 before a slot is taken
+        service.take_slot()
+        loop = asyncio.get_running_loop()
+        events: asyncio.Queue[Step] = asyncio.Queue()
+
+        def run() -> Asked:
+            try:
+                return service.ask(key, body.database, body.question, strategy=body.strategy,
+                                   conversation_id=body.conversation_id,
+                                   on_step=lambda step: loop.call_soon_threadsafe(events.put_nowait, step))
+            finally:
+                service.release_slot()  # when the work ends, even after the client got a 504
+
+        work = loop.run_in_executor(None, run)
+        if accept and "text/event-stream" in accept:
+            return StreamingResponse(_stream(work, events, service.config.deadline_s, metrics),
+                                     media_type="text/event-stream")
+        try:
+            asked = await asyncio.wait_for(asyncio.shield(work), service.config.deadline_s)
+        except TimeoutError:
+            raise _DeadlinePassed(service.config.deadline_s) from None
+        metrics.observe_answer(asked.answer)
+        return _ask_response(asked)
+
+    @app.post("/v1/sql", response_model=SqlResponse)
+    def run_sql(body: SqlRequest, key: Caller) -> SqlResponse:
+        """Run your own SQL through the same validator and read-only executor."""
+        start = time.perf_counter()
+        checked, result = service.run_sql(key, body.database, body.sql)
+        return SqlResponse(database=body.database, sql=checked.sql, columns=list(result.columns),
+                           rows=_rows(result.rows), truncated=result.truncated,
+                           elapsed_s=round(time.perf_counter() - start, 4))
+
+    @app.get("/v1/databases", response_model=list[DatabaseInfo])
+    def databases(key: Caller) -> list[DatabaseInfo]:
+        """The databases this key may use."""
+        return [DatabaseInfo(name=s.name, dialect=s.session.db.dialect, strategy=s.strategy,
+                             tables=len(s.session.db.catalog().tables)) for s in service.visible(key)]
+
+    @app.get("/v1/databases/{name}/schema", response_model=SchemaResponse)
+    def schema(name: str, key: Caller,
+               format: Annotated[Literal["m-schema", "ddl"], Query()] = "m-schema") -> SchemaResponse:
+        """The schema as the model sees it (M-Schema or DDL)."""
+        return SchemaResponse(database=name, format=format, schema=service.schema(key, name, format))
+
+    @app.post("/v1/feedback", response_model=FeedbackResponse)
+    def give_feedback(body: FeedbackRequest, key: Caller) -> FeedbackResponse:
+        """Mark an answer right (it becomes a solved example) or wrong, with an optional
+        corrected SQL that is validated and run before it is kept."""
+        done = service.feedback(key, body.answer_id, body.verdict, body.corrected_sql, body.comment)
+        result = done.pop("result")
+        return FeedbackResponse(**done, columns=list(result.columns) if result else None,
+                                rows=_rows(result.rows) if result else None)
+
+    @app.get("/v1/conversations/{conversation_id}", response_model=ConversationView)
+    def conversation(conversation_id: str, key: Caller) -> ConversationView:
+        found = service.conversation(key, conversation_id)
+        return ConversationView(
+            id=found["id"], database=found["database"], created_at=found["created_at"].isoformat(),
+            turns=[TurnView(answer_id=t["id"], question=t["question"], standalone_question=t["standalone"],
+                            sql=t["sql"], columns=json.loads(t["columns"]), row_count=t["row_count"],
+                            error=t["error"], created_at=t["created_at"].isoformat()) for t in found["turns"]])
+
+    @app.get("/healthz")
+    def healthz() -> dict[str, Any]:
+        return {"status": "ok", "databases": len(service.databases)}
+
+    @app.get("/metrics", response_class=PlainTextResponse)
+    def prometheus() -> Response:
+        return Response(metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
+
+    return app
+
+
+# -- answers as JSON and as events ------------------------------------------------------------------
+
+
+def _rows(rows: Any) -> list[list[Any]]:
+    return [[json_value(v) for v in row] for row in rows]
+
+
+def _ask_response(asked: Asked) -> AskResponse:
+    answer = asked.answer
+    calls = answer.calls
+    return AskResponse(
+        answer_id=asked.answer_id, conversation_id=asked.conversation_id, database=asked.database,
+        question=answer.grounds.get("conversation", {}).get("asked", answer.question),
+        standalone_question=answer.question, strategy=answer.strategy, ok=answer.ok, error=answer.error,
+        sql=answer.sql, columns=list(answer.columns), rows=_rows(answer.rows), truncated=answer.truncated,
+        grounds=json_value(answer.grounds),
+        timings=[StageTiming(stage=s.name, seconds=round(s.elapsed_s, 4)) for s in answer.steps],
+        usage=Usage(model_calls=len(calls), prompt_tokens=answer.prompt_tokens,
+                    cached_prompt_tokens=sum(c.cached_prompt_tokens for c in calls),
+                    completion_tokens=answer.completion_tokens),
+        elapsed_s=round(answer.elapsed_s, 4),
+    )
+
+
+def _event(name: str, data: Any) -> bytes:
+    return f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode("utf-8")
+
+
+async def _stream(work: asyncio.Future[Asked], events: asyncio.Queue[Step], deadline_s: float,
+                  metrics: Metrics) -> AsyncIterator[bytes]:
+    end = time.monotonic() + deadline_s
+    while True:
+        getter = asyncio.ensure_future(events.get())
+        done, _ = await asyncio.wait({getter, work}, timeout=max(0.0, end - time.monotonic()),
+                                     return_when=asyncio.FIRST_COMPLETED)
+        if getter in done:
+            step = getter.result()
+            yield _event("step", {"stage": step.name, "seconds": round(step.elapsed_s, 4),
+                                  **{k: json_value(v) for k, v in step.detail.items()}})
+            continue
+        getter.cancel()
+        if work not in done:
+            yield _event("error", {"code": "deadline", "message": _DeadlinePassed.sentence(deadline_s)})
+            return
+        while not events.empty():  # steps that finished just before the answer
+            step = events.get_nowait()
+            yield _event("step", {"stage": step.name, "seconds": round(step.elapsed_s, 4)})
+        try:
+            asked = work.result()
+        except GroundsqlError as err:
+            status, code = _status_of(err)
+            yield _event("error", {"code": code, "message": str(err)})
+            return
+        except Exception:  # noqa: BLE001 - a bug must not leak a traceback into the stream
+            log.exception("internal error while answering")
+            metrics.errors.labels("/v1/ask").inc()
+            yield _event("error", {"code": "internal", "message": "an internal error stopped the answer"})
+            return
+        metrics.observe_answer(asked.answer)
+        yield _event("answer", _ask_response(asked).model_dump(mode="json"))
+        return
+
+
+# -- errors -------------------------------------------------------------------------------------------
+
+
+class _Unauthorized(ServiceError):
+    status, code = 401, "unauthorized"
+
+
+class _DeadlinePassed(ServiceError):
+    status, code = 504, "deadline"
+
+    def __init__(self, deadline_s: float) -> None:
+        super().__init__(self.sentence(deadline_s))
+
+    @staticmethod
+    def sentence(deadline_s: float) -> str:
+        return f"the answer took longer than the {deadline_s:g} s deadline"
+
+
+def _status_of(err: GroundsqlError) -> tuple[int, str]:
+    if isinstance(err, ServiceError):
+        return err.status, err.code
+    if isinstance(err, UnsafeSQLError):
+        return 400, "refused"
+    if isinstance(err, DatabaseError):
+        return 400, "database_error"
+    return 400, "bad_request"
+
+
+def _error(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status, headers=headers)
+
+
+def _install_error_handlers(app: FastAPI, metrics: Metrics) -> None:
+    @app.exception_handler(GroundsqlError)
+    async def expected(request: Request, err: GroundsqlError) -> JSONResponse:
+        status, code = _status_of(err)
+        route = getattr(request.scope.get("route"), "path", "unmatched")
+        if isinstance(err, UnsafeSQLError):
+            metrics.refusals.labels(route).inc()
+        headers = {"Retry-After": str(err.retry_after_s)} if isinstance(err, Busy) else None
+        if isinstance(err, _Unauthorized):
+            headers = {"WWW-Authenticate": "Bearer"}
+        return _error(status, code, str(err), headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(_request: Request, err: RequestValidationError) -> JSONResponse:
+        first = err.errors()[0] if err.errors() else {}
+        where = ".".join(str(p) for p in first.get("loc", ()) if p != "body") or "the request"
+        message = "the body is not valid JSON" if first.get("type") == "json_invalid" else \
+            f"{where}: {first.get('msg', 'invalid')}"
+        return _error(422, "invalid_request", message)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_request: Request, err: StarletteHTTPException) -> JSONResponse:
+        messages = {404: "no such endpoint (see /docs)", 405: "this endpoint does not take that method",
+                    413: "the request body is too large"}
+        return _error(err.status_code, "http_" + str(err.status_code), messages.get(err.status_code, str(err.detail)))
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, _err: Exception) -> JSONResponse:
+        log.exception("internal error")
+        metrics.errors.labels(getattr(request.scope.get("route"), "path", "unmatched")).inc()
+        return _error(500, "internal", "an internal error stopped the request; it is in the server's log")

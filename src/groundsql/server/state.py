@@ -1,0 +1,285 @@
+"""What the service remembers: API keys, conversations, feedback, learned examples and the
+audit log, in one SQL database (SQLAlchemy Core).
+
+An embedded SQLite file under the data directory by default; with `state_url` pointing at
+PostgreSQL, several `groundsql serve` processes behind a load balancer share it: a
+conversation started on one continues on another, and an example confirmed on one is used by
+all (each process reads the examples added since it last looked before every question).
+
+Keys are stored as SHA-256 hashes of random 256-bit secrets: what leaks from this store cannot
+be used to call the service.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import secrets
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+
+from groundsql.conversation import Turn
+from groundsql.errors import ConfigError, GroundsqlError
+
+_KEY_PREFIX = "gsql_"
+ALL_DATABASES = "*"
+
+metadata = sa.MetaData()
+
+api_keys = sa.Table(
+    "api_keys", metadata,
+    sa.Column("name", sa.String(64), primary_key=True),
+    sa.Column("key_hash", sa.String(64), nullable=False, unique=True),
+    sa.Column("databases", sa.Text, nullable=False),  # JSON list, or ["*"]
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+)
+conversations = sa.Table(
+    "conversations", metadata,
+    sa.Column("id", sa.String(36), primary_key=True),
+    sa.Column("database", sa.String(64), nullable=False),
+    sa.Column("key_name", sa.String(64)),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+)
+turns = sa.Table(
+    "turns", metadata,
+    sa.Column("id", sa.String(36), primary_key=True),  # the answer id clients give feedback on
+    sa.Column("conversation_id", sa.String(36), sa.ForeignKey("conversations.id"), nullable=False, index=True),
+    sa.Column("position", sa.Integer, nullable=False),
+    sa.Column("question", sa.Text, nullable=False),
+    sa.Column("standalone", sa.Text, nullable=False),
+    sa.Column("sql", sa.Text),
+    sa.Column("columns", sa.Text, nullable=False),  # JSON list
+    sa.Column("row_count", sa.Integer, nullable=False),
+    sa.Column("error", sa.Text),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    sa.UniqueConstraint("conversation_id", "position"),
+)
+feedback = sa.Table(
+    "feedback", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("turn_id", sa.String(36), sa.ForeignKey("turns.id"), nullable=False),
+    sa.Column("verdict", sa.String(8), nullable=False),  # right | wrong
+    sa.Column("corrected_sql", sa.Text),
+    sa.Column("comment", sa.Text),
+    sa.Column("key_name", sa.String(64)),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+)
+examples = sa.Table(
+    "examples", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("database", sa.String(64), nullable=False, index=True),
+    sa.Column("question", sa.Text, nullable=False),
+    sa.Column("sql", sa.Text, nullable=False),
+    sa.Column("feedback_id", sa.Integer, sa.ForeignKey("feedback.id")),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+)
+audit = sa.Table(
+    "audit", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("key_name", sa.String(64)),
+    sa.Column("database", sa.String(64), nullable=False),
+    sa.Column("kind", sa.String(16), nullable=False),  # ask | sql | feedback
+    sa.Column("question", sa.Text),
+    sa.Column("sql", sa.Text),
+    sa.Column("verdict", sa.String(16), nullable=False),  # ran | refused | failed
+    sa.Column("row_count", sa.Integer),
+    sa.Column("elapsed_ms", sa.Integer),
+    sa.Column("detail", sa.Text),  # the refusal or the error, in one sentence
+)
+
+
+@dataclass(frozen=True)
+class ApiKey:
+    name: str
+    databases: tuple[str, ...]
+
+    def may_use(self, database: str) -> bool:
+        return ALL_DATABASES in self.databases or database in self.databases
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    key_name: str | None
+    database: str
+    kind: str
+    question: str | None
+    sql: str | None
+    verdict: str
+    row_count: int | None = None
+    elapsed_ms: int | None = None
+    detail: str | None = None
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+def hash_key(secret: str) -> str:
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+class StateStore:
+    def __init__(self, url: str) -> None:
+        try:
+            parsed = make_url(url)
+        except sa.exc.ArgumentError:
+            raise ConfigError(f"state_url is not a database URL: {url!r}") from None
+        backend = parsed.get_backend_name()
+        if backend == "sqlite":
+            if parsed.database and parsed.database != ":memory:":
+                Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            self.engine = sa.create_engine(parsed, connect_args={"timeout": 60, "check_same_thread": False})
+            sa.event.listen(self.engine, "connect", _sqlite_pragmas)
+        elif backend == "postgresql":
+            if parsed.drivername == "postgresql":
+                parsed = parsed.set(drivername="postgresql+psycopg")
+            self.engine = sa.create_engine(parsed, pool_pre_ping=True)
+        else:
+            raise ConfigError(f"state_url must be SQLite or PostgreSQL, not {backend!r}")
+        try:
+            metadata.create_all(self.engine)  # idempotent; safe when several servers start
+        except IntegrityError:
+            pass  # another process created the tables at the same moment
+        except SQLAlchemyError as err:
+            raise ConfigError(f"cannot open the state store {parsed.render_as_string(hide_password=True)}: "
+                              f"{_first_line(err)}") from None
+
+    # -- keys --------------------------------------------------------------------------------
+
+    def add_key(self, name: str, databases: Iterable[str]) -> str:
+        """A new key for `name`; the secret is returned once and stored only as its hash."""
+        allowed = sorted(set(databases)) or [ALL_DATABASES]
+        secret = _KEY_PREFIX + secrets.token_urlsafe(32)
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(api_keys.insert().values(name=name, key_hash=hash_key(secret),
+                                                      databases=json.dumps(allowed), created_at=_now()))
+        except IntegrityError:
+            raise ConfigError(f"a key named {name!r} exists already (remove it first)") from None
+        return secret
+
+    def remove_key(self, name: str) -> bool:
+        with self.engine.begin() as conn:
+            return conn.execute(api_keys.delete().where(api_keys.c.name == name)).rowcount > 0
+
+    def keys(self) -> list[tuple[str, tuple[str, ...], dt.datetime]]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(api_keys.c.name, api_keys.c.databases, api_keys.c.created_at)
+                                .order_by(api_keys.c.name)).all()
+        return [(name, tuple(json.loads(dbs)), created) for name, dbs, created in rows]
+
+    def key_for(self, secret: str) -> ApiKey | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(api_keys.c.name, api_keys.c.databases)
+                               .where(api_keys.c.key_hash == hash_key(secret))).first()
+        return ApiKey(row[0], tuple(json.loads(row[1]))) if row else None
+
+    # -- conversations -----------------------------------------------------------------------
+
+    def start_conversation(self, database: str, key_name: str | None) -> str:
+        conversation_id = str(uuid.uuid4())
+        with self.engine.begin() as conn:
+            conn.execute(conversations.insert().values(id=conversation_id, database=database,
+                                                       key_name=key_name, created_at=_now()))
+        return conversation_id
+
+    def conversation(self, conversation_id: str) -> dict[str, Any] | None:
+        with self.engine.connect() as conn:
+            head = conn.execute(sa.select(conversations).where(conversations.c.id == conversation_id)).first()
+            if head is None:
+                return None
+            rows = conn.execute(sa.select(turns).where(turns.c.conversation_id == conversation_id)
+                                .order_by(turns.c.position)).mappings().all()
+        return {"id": head.id, "database": head.database, "key_name": head.key_name,
+                "created_at": head.created_at, "turns": [dict(r) for r in rows]}
+
+    def history(self, conversation_id: str) -> list[Turn]:
+        found = self.conversation(conversation_id)
+        return [Turn(t["question"], t["standalone"], t["sql"], tuple(json.loads(t["columns"])), t["row_count"])
+                for t in (found["turns"] if found else [])]
+
+    def add_turn(self, conversation_id: str, turn: Turn, error: str | None) -> str:
+        """Record a turn at the conversation's next position; returns its (answer) id."""
+        turn_id = str(uuid.uuid4())
+        for _ in range(5):  # two servers answering in one conversation at once: take the next
+            with self.engine.begin() as conn:
+                position = conn.execute(sa.select(sa.func.count()).select_from(turns)
+                                        .where(turns.c.conversation_id == conversation_id)).scalar_one()
+                try:
+                    conn.execute(turns.insert().values(
+                        id=turn_id, conversation_id=conversation_id, position=position, question=turn.question,
+                        standalone=turn.standalone, sql=turn.sql, columns=json.dumps(list(turn.columns)),
+                        row_count=turn.rows, error=error, created_at=_now()))
+                    return turn_id
+                except IntegrityError:
+                    continue
+        raise GroundsqlError("could not record the answer in its conversation (too many at once)")
+
+    def turn(self, turn_id: str) -> dict[str, Any] | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(turns, conversations.c.database, conversations.c.key_name)
+                               .join(conversations, turns.c.conversation_id == conversations.c.id)
+                               .where(turns.c.id == turn_id)).mappings().first()
+        return dict(row) if row else None
+
+    # -- feedback and learned examples -------------------------------------------------------
+
+    def add_feedback(self, turn_id: str, verdict: str, corrected_sql: str | None, comment: str | None,
+                     key_name: str | None, learned: tuple[str, str, str] | None) -> int:
+        """Store feedback, and with `learned` (database, question, sql) the example it made."""
+        with self.engine.begin() as conn:
+            feedback_id = conn.execute(feedback.insert().values(
+                turn_id=turn_id, verdict=verdict, corrected_sql=corrected_sql, comment=comment,
+                key_name=key_name, created_at=_now())).inserted_primary_key[0]
+            if learned is not None:
+                database, question, sql = learned
+                conn.execute(examples.insert().values(database=database, question=question, sql=sql,
+                                                      feedback_id=feedback_id, created_at=_now()))
+        return int(feedback_id)
+
+    def examples_since(self, database: str, after_id: int) -> list[tuple[int, str, str]]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(examples.c.id, examples.c.question, examples.c.sql)
+                                .where(examples.c.database == database, examples.c.id > after_id)
+                                .order_by(examples.c.id)).all()
+        return [tuple(row) for row in rows]  # type: ignore[misc]
+
+    # -- audit -------------------------------------------------------------------------------
+
+    def audit(self, entries: Iterable[AuditEntry]) -> None:
+        rows = [{**vars(entry), "at": _now()} for entry in entries]
+        if rows:
+            with self.engine.begin() as conn:
+                conn.execute(audit.insert(), rows)
+
+    def audit_rows(self, limit: int = 1000) -> list[dict[str, Any]]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(audit).order_by(audit.c.id.desc()).limit(limit)).mappings().all()
+        return [dict(r) for r in rows]
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    # WAL lets readers and one writer work at once, across threads and processes; the busy
+    # timeout makes a writer wait for another instead of failing.
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA busy_timeout=60000")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()
+
+
+def _first_line(err: Exception) -> str:
+    text = str(getattr(err, "orig", None) or err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
