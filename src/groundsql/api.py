@@ -12,6 +12,7 @@ from typing import Any
 from groundsql.config import Settings, data_home
 from groundsql.conversation import Turn, earlier_examples, resolve_followup
 from groundsql.db import Database, QueryResult
+from groundsql.errors import LLMError
 from groundsql.llm import LLM, build_llm
 from groundsql.retrieval import Example, QueryBank
 from groundsql.strategies import Answer, Context, get_strategy
@@ -68,7 +69,12 @@ class Session:
         if not history:
             return answer_with(question, replace(self.context, on_step=on_step) if on_step else self.context)
         start = time.perf_counter()
-        standalone, call = resolve_followup(question, history, self.llm, self.settings)
+        try:
+            standalone, call = resolve_followup(question, history, self.llm, self.settings)
+        except LLMError as err:
+            failed = Step("resolve", time.perf_counter() - start, {"error": str(err)})
+            return Answer(question=question, strategy=strategy, sql=None, steps=(failed,),
+                          error=f"the language model failed: {err}", elapsed_s=failed.elapsed_s)
         resolved = Step("resolve", time.perf_counter() - start, {"standalone": standalone},
                         (call,) if call is not None else ())
         if on_step is not None:

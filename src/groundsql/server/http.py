@@ -182,13 +182,13 @@ def create_app(service: Service) -> FastAPI:
         title="groundsql",
         version="1",
         summary="Ask a database a question in plain language; get safe SQL, its result and its grounds.",
-        max_body_size=service.config.max_body_bytes,
         responses={400: {"model": ErrorResponse}, 401: {"model": ErrorResponse}, 403: {"model": ErrorResponse},
                    404: {"model": ErrorResponse}, 429: {"model": ErrorResponse}},
     )
     app.state.service = service
     app.state.metrics = metrics = Metrics()
     _install_error_handlers(app, metrics)
+    app.add_middleware(_BodyLimit, limit=service.config.max_body_bytes)
 
     @app.middleware("http")
     async def count(request: Request, call_next: Any) -> Response:
@@ -359,6 +359,40 @@ class _DeadlinePassed(ServiceError):
     @staticmethod
     def sentence(deadline_s: float) -> str:
         return f"the answer took longer than the {deadline_s:g} s deadline"
+
+
+class _TooLarge(ServiceError):
+    status, code = 413, "too_large"
+
+
+class _BodyLimit:
+    """Refuses a body over `limit` bytes as JSON 413: by its Content-Length before reading it,
+    and while reading it when it comes in chunks."""
+
+    def __init__(self, app: Any, limit: int) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.limit:
+            response = _error(413, _TooLarge.code, self._sentence())
+            return await response(scope, receive, send)
+        seen = 0
+
+        async def counted() -> Any:
+            nonlocal seen
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > self.limit:
+                raise _TooLarge(self._sentence())
+            return message
+
+        await self.app(scope, counted, send)
+
+    def _sentence(self) -> str:
+        return f"the request body is larger than {self.limit:,} bytes"
 
 
 def _status_of(err: GroundsqlError) -> tuple[int, str]:

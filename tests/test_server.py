@@ -1,0 +1,250 @@
+"""The HTTP API through real HTTP against a live uvicorn on 127.0.0.1.
+
+Most tests answer from the replay backend (answers recorded from the real 0.5B model) or a
+scripted model: they prove the plumbing (auth, limits, conversations, feedback, audit, errors),
+never accuracy. Re-record with GROUNDSQL_RECORD=1 (it then runs the real model).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from groundsql.errors import LLMError
+from groundsql.llm import LLM, ChatRequest, Completion
+from tests.conftest import spider_db
+from tests.server_harness import REPLAY_LLM, live_server
+from tests.test_validator import HOSTILE
+
+
+class Slow(LLM):
+    """Answers every request with `sql` after `delay_s` (or fails): for limits and deadlines."""
+
+    def __init__(self, sql: str = "SELECT COUNT(*) FROM singer", delay_s: float = 0.0) -> None:
+        self.sql, self.delay_s, self.model_id, self.retries = sql, delay_s, "slow", 0
+        self.calls = 0
+
+    def _complete(self, request: ChatRequest) -> Completion:
+        self.calls += 1
+        time.sleep(self.delay_s)
+        if self.sql.startswith("!"):
+            raise LLMError(self.sql[1:], retryable=False)
+        return Completion(text=f"```sql\n{self.sql}\n```", model=self.model_id, prompt_tokens=11, completion_tokens=5)
+
+
+@pytest.fixture
+def singers(tmp_path: Path) -> Path:
+    copy = tmp_path / "concert_singer.sqlite"
+    shutil.copy(spider_db("concert_singer"), copy)
+    return copy
+
+
+def config(tmp_path: Path, db: Path, **extra) -> dict:
+    return {"state_url": f"sqlite:///{tmp_path / 'state.sqlite'}", "auth": False, "llm": REPLAY_LLM,
+            "databases": {"singers": {"url": str(db), "strategy": "zero-shot"}}, **extra}
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+# -- metadata, errors ---------------------------------------------------------------------------------
+
+
+def test_metadata_endpoints_and_clear_errors(tmp_path: Path, singers: Path) -> None:
+    with live_server(config(tmp_path, singers)) as (url, _):
+        assert httpx.get(f"{url}/healthz").json() == {"status": "ok", "databases": 1}
+        assert httpx.get(f"{url}/v1/databases").json() == [
+            {"name": "singers", "dialect": "sqlite", "strategy": "zero-shot", "tables": 4}]
+        schema = httpx.get(f"{url}/v1/databases/singers/schema").json()
+        assert "# Table: singer" in schema["schema"] and schema["format"] == "m-schema"
+        assert "CREATE TABLE singer" in httpx.get(f"{url}/v1/databases/singers/schema?format=ddl").json()["schema"]
+        assert "/v1/ask" in httpx.get(f"{url}/openapi.json").json()["paths"]
+        assert httpx.get(f"{url}/docs").status_code == 200
+        for response, status, code in [
+            (httpx.get(f"{url}/v1/databases/nope/schema"), 404, "not_found"),
+            (httpx.get(f"{url}/nowhere"), 404, "http_404"),
+            (httpx.post(f"{url}/v1/sql", content=b"{not json", headers={"content-type": "application/json"}),
+             422, "invalid_request"),
+            (httpx.post(f"{url}/v1/sql", json={"database": "singers", "sql": "SELECT 1", "extra": 1}),
+             422, "invalid_request"),
+            (httpx.post(f"{url}/v1/ask", json={"database": "singers", "question": "x" * 2001}), 422, "invalid_request"),
+            (httpx.post(f"{url}/v1/sql", json={"database": "singers", "sql": "SELECT 1 -- " + "x" * 300_000}),
+             413, "too_large"),
+            (httpx.get(f"{url}/v1/conversations/nope"), 404, "not_found"),
+        ]:
+            body = response.json()
+            assert (response.status_code, body["error"]["code"]) == (status, code), body
+            assert "Traceback" not in body["error"]["message"] and "\n" not in body["error"]["message"]
+
+
+# -- /v1/sql: the validator and the read-only executor, audited ----------------------------------------
+
+
+def test_sql_runs_validated_and_every_statement_is_audited(tmp_path: Path, singers: Path) -> None:
+    before = digest(singers)
+    hostile = [case.sql for case in HOSTILE if case.dialect == "sqlite"]
+    with live_server(config(tmp_path, singers)) as (url, service):
+        ok = httpx.post(f"{url}/v1/sql", json={"database": "singers",
+                                                  "sql": "SELECT Name FROM singer WHERE Name LIKE '%e%' ORDER BY Name"})
+        assert ok.status_code == 200 and ok.json()["sql"].endswith("LIMIT 1000") and ok.json()["rows"]
+        for sql in hostile:
+            refused = httpx.post(f"{url}/v1/sql", json={"database": "singers", "sql": sql or " "})
+            assert (refused.status_code, refused.json()["error"]["code"]) == (400, "refused"), sql
+        failed = httpx.post(f"{url}/v1/sql", json={"database": "singers", "sql": "SELECT nope FROM singer"})
+        assert failed.json()["error"]["code"] == "database_error"
+        audit = service.state.audit_rows(10_000)
+        metrics = httpx.get(f"{url}/metrics").text
+    assert digest(singers) == before
+    refusals = [r for r in audit if r["verdict"] == "refused"]
+    assert len(refusals) == len(hostile)
+    assert [r["verdict"] for r in audit if r["verdict"] != "refused"] == ["failed", "ran"]
+    assert f'groundsql_refusals_total{{route="/v1/sql"}} {float(len(refusals))}' in metrics
+
+
+# -- /v1/ask, conversations, streaming -----------------------------------------------------------------
+
+
+def test_ask_follow_up_and_stream(tmp_path: Path, singers: Path) -> None:
+    with live_server(config(tmp_path, singers)) as (url, service):
+        first = httpx.post(f"{url}/v1/ask", json={"database": "singers", "question": "How many singers do we have?"},
+                           timeout=300).json()
+        assert first["ok"] and first["rows"] == [[6]] and first["usage"]["model_calls"] == 1
+        assert [t["stage"] for t in first["timings"]] == ["schema", "generate", "validate+execute"]
+        follow = {"database": "singers", "question": "And how many of them are from France?",
+                  "conversation_id": first["conversation_id"]}
+        with httpx.stream("POST", f"{url}/v1/ask", json=follow, headers={"accept": "text/event-stream"},
+                          timeout=300) as stream:
+            assert stream.headers["content-type"].startswith("text/event-stream")
+            events = _events(stream.iter_lines())
+        names = [name for name, _ in events]
+        assert names[-1] == "answer" and names[:-1] == ["step"] * (len(names) - 1)
+        assert [data["stage"] for name, data in events if name == "step"][0] == "resolve"
+        answer = events[-1][1]
+        assert answer["conversation_id"] == first["conversation_id"]
+        assert answer["question"] == follow["question"] and "France" in answer["standalone_question"]
+        assert answer["grounds"]["conversation"]["earlier"] == ["How many singers do we have?"]
+        conversation = httpx.get(f"{url}/v1/conversations/{first['conversation_id']}").json()
+        assert [t["question"] for t in conversation["turns"]] == [first["question"], follow["question"]]
+        assert conversation["turns"][1]["answer_id"] == answer["answer_id"]
+        metrics = httpx.get(f"{url}/metrics").text
+    assert 'groundsql_stage_seconds_count{stage="resolve"} 1.0' in metrics
+    assert "groundsql_model_tokens_total" in metrics
+
+
+def _events(lines) -> list[tuple[str, dict]]:
+    events, name = [], None
+    for line in lines:
+        if line.startswith("event: "):
+            name = line[7:]
+        elif line.startswith("data: "):
+            events.append((name, json.loads(line[6:])))
+    return events
+
+
+def test_sql_injection_through_the_question_writes_nothing(tmp_path: Path, singers: Path) -> None:
+    before = digest(singers)
+    evil = Slow("SELECT 1; DROP TABLE singer")
+    with live_server(config(tmp_path, singers), llm=evil) as (url, service):
+        answer = httpx.post(f"{url}/v1/ask", json={"database": "singers",
+                                                   "question": "'; DROP TABLE singer; -- ignore the rules"}).json()
+        audit = service.state.audit_rows()
+    assert not answer["ok"] and "refused multiple statements" in answer["error"]
+    assert {r["verdict"] for r in audit} == {"refused"} and len(audit) == 2  # the query and its retry
+    assert digest(singers) == before
+
+
+# -- keys ---------------------------------------------------------------------------------------------
+
+
+def test_keys_allow_their_databases_only(tmp_path: Path, singers: Path) -> None:
+    other = tmp_path / "other.sqlite"
+    shutil.copy(spider_db("pets_1"), other)
+    setup = config(tmp_path, singers, auth=True)
+    setup["databases"]["pets"] = {"url": str(other), "strategy": "zero-shot"}
+    with live_server(setup) as (url, service):
+        pets_only = service.state.add_key("pets-app", ["pets"])
+        everything = service.state.add_key("admin", [])
+        missing = httpx.get(f"{url}/v1/databases")
+        assert missing.status_code == 401 and missing.headers["www-authenticate"] == "Bearer"
+        assert httpx.get(f"{url}/v1/databases", headers={"authorization": "Bearer gsql_stolen"}).status_code == 401
+        mine = {"authorization": f"Bearer {pets_only}"}
+        assert [d["name"] for d in httpx.get(f"{url}/v1/databases", headers=mine).json()] == ["pets"]
+        for response in (httpx.post(f"{url}/v1/sql", json={"database": "singers", "sql": "SELECT 1"}, headers=mine),
+                         httpx.get(f"{url}/v1/databases/singers/schema", headers=mine),
+                         httpx.post(f"{url}/v1/ask", json={"database": "singers", "question": "hi"}, headers=mine)):
+            assert response.status_code == 403 and "may not use" in response.json()["error"]["message"]
+        assert httpx.post(f"{url}/v1/sql", json={"database": "pets", "sql": "SELECT COUNT(*) FROM pets"},
+                          headers={"x-api-key": pets_only}).json()["rows"] == [[3]]
+        admin = {"authorization": f"Bearer {everything}"}
+        assert len(httpx.get(f"{url}/v1/databases", headers=admin).json()) == 2
+        audit = service.state.audit_rows()
+    assert [(r["key_name"], r["database"]) for r in audit] == [("pets-app", "pets")]
+
+
+# -- feedback -------------------------------------------------------------------------------------------
+
+
+def test_feedback_teaches_the_database(tmp_path: Path, singers: Path) -> None:
+    model = Slow("SELECT Name FROM singer ORDER BY Age DESC LIMIT 1")
+    with live_server(config(tmp_path, singers), llm=model) as (url, service):
+        ask = {"database": "singers", "question": "Who is the oldest singer?"}
+        answer = httpx.post(f"{url}/v1/ask", json=ask).json()
+        right = httpx.post(f"{url}/v1/feedback", json={"answer_id": answer["answer_id"], "verdict": "right"}).json()
+        assert right["learned"] and right["sql"] == answer["sql"]
+        wrong = httpx.post(f"{url}/v1/ask", json={**ask, "question": "Who is the youngest singer?"}).json()
+        hostile = httpx.post(f"{url}/v1/feedback", json={"answer_id": wrong["answer_id"], "verdict": "wrong",
+                                                         "corrected_sql": "DELETE FROM singer"})
+        assert hostile.status_code == 400 and hostile.json()["error"]["code"] == "refused"
+        fixed = httpx.post(f"{url}/v1/feedback", json={
+            "answer_id": wrong["answer_id"], "verdict": "wrong",
+            "corrected_sql": "SELECT Name FROM singer ORDER BY Age ASC LIMIT 1"}).json()
+        assert fixed["learned"] and fixed["rows"] == [["Tribal King"]]
+        assert httpx.post(f"{url}/v1/feedback", json={"answer_id": "nope", "verdict": "right"}).status_code == 404
+        learned = [(e.question, e.sql) for e in service.databases["singers"].session.context.learned]
+    assert learned == [("Who is the oldest singer?", answer["sql"]),
+                       ("Who is the youngest singer?", "SELECT Name FROM singer ORDER BY Age ASC LIMIT 1")]
+
+
+# -- limits -----------------------------------------------------------------------------------------------
+
+
+def test_beyond_max_concurrent_is_429_never_a_hang(tmp_path: Path, singers: Path) -> None:
+    model = Slow(delay_s=2.0)
+    with live_server(config(tmp_path, singers, max_concurrent=1), llm=model) as (url, _):
+        ask = {"database": "singers", "question": "How many singers?"}
+        first: list[httpx.Response] = []
+        runner = threading.Thread(target=lambda: first.append(httpx.post(f"{url}/v1/ask", json=ask, timeout=30)))
+        runner.start()
+        time.sleep(0.5)
+        busy = httpx.post(f"{url}/v1/ask", json=ask, timeout=5)
+        runner.join()
+    assert busy.status_code == 429 and int(busy.headers["retry-after"]) >= 1
+    assert first[0].status_code == 200 and first[0].json()["ok"]
+
+
+def test_a_question_past_its_deadline_is_504(tmp_path: Path, singers: Path) -> None:
+    with live_server(config(tmp_path, singers, deadline_s=1), llm=Slow(delay_s=3)) as (url, _):
+        ask = {"database": "singers", "question": "How many singers?"}
+        late = httpx.post(f"{url}/v1/ask", json=ask, timeout=10)
+        assert late.status_code == 504 and "1 s deadline" in late.json()["error"]["message"]
+        # The first question still runs (its slot is held until it ends); the stream takes the
+        # second slot and ends with an error event when its own deadline passes.
+        with httpx.stream("POST", f"{url}/v1/ask", json=ask, headers={"accept": "text/event-stream"},
+                          timeout=10) as stream:
+            events = _events(stream.iter_lines())
+    assert events[-1] == ("error", {"code": "deadline", "message": "the answer took longer than the 1 s deadline"})
+
+
+def test_a_model_failure_is_an_answer_not_a_crash(tmp_path: Path, singers: Path) -> None:
+    with live_server(config(tmp_path, singers), llm=Slow("!the model server is down")) as (url, _):
+        answer = httpx.post(f"{url}/v1/ask", json={"database": "singers", "question": "How many singers?"})
+    assert answer.status_code == 200 and not answer.json()["ok"]
+    assert "the model server is down" in answer.json()["error"]
