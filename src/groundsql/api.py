@@ -92,6 +92,15 @@ class Session:
 
         return run_validated(self.db, sql, self.settings.safety)[1]
 
+    def lookup(self, phrase: str) -> dict[str, Any]:
+        """The reference-table IDs and entities `phrase` resolves to, with their rows (the
+        grounded strategy's lookup and entity linking, on the session's domain pack)."""
+        if not phrase.strip():
+            raise ValueError("the phrase is empty")
+        from groundsql.strategies.grounded import ground_values
+
+        return ground_values(phrase, self.context)
+
     def learn(self, question: str, sql: str) -> Example:
         """Keep a confirmed answer as a solved example: it is validated and run like any other
         SQL (a refusal or an error raises), and retrieval uses it from the next question on."""

@@ -212,6 +212,9 @@ class Service:
         return render_schema(served.session.db.introspect(), fmt,
                              with_examples=served.session.settings.generation.with_examples)
 
+    def lookup(self, key: ApiKey | None, name: str, phrase: str) -> dict[str, Any]:
+        return self.database(key, name).session.lookup(phrase)
+
     def close(self) -> None:
         for served in self.databases.values():
             served.session.close()

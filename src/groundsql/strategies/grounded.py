@@ -38,7 +38,7 @@ from groundsql.schema.linking import LinkedSchema, connect, join_graph
 from groundsql.strategies.answer import Answer, Trace
 from groundsql.strategies.context import Context, examples_text, generate_and_execute, name_list, parse_json
 
-__all__ = ["grounded", "demo_pack_path"]
+__all__ = ["grounded", "ground_values", "demo_pack_path"]
 
 
 def demo_pack_path() -> Path:
@@ -91,6 +91,20 @@ def grounded(question: str, ctx: Context) -> Answer:
     if cfg.reflection and answer.ok and looks_empty(answer.rows):
         answer = _reflect_on_missing_values(ctx, request, answer, trace, grounds)
     return answer
+
+
+def ground_values(phrase: str, ctx: Context) -> dict[str, Any]:
+    """The grounding stages alone: the IDs a phrase resolves to in the reference tables (the
+    lookup agent) and the entities it names, each with the row it came from, and the names
+    that matched nothing. What the MCP `lookup` tool returns."""
+    trace = Trace(phrase, "lookup", ctx.on_step)
+    domain = _domain(ctx, trace)
+    constraints = _lookup(ctx, domain, phrase, trace) if ctx.settings.grounded.lookup else []
+    entities, unresolved = _link_entities(ctx, domain, phrase, trace) if ctx.settings.grounded.entity_linking \
+        else ([], [])
+    found = constraints + [_entity_constraint(m) for m in entities]
+    return {"constraints": [_constraint_record(c) for c in found], "unresolved": [vars(u) for u in unresolved],
+            "calls": len(trace.finish(sql=None).calls)}
 
 
 # -- the domain, built once per session -------------------------------------------------------
