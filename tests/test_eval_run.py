@@ -160,10 +160,10 @@ def test_run_scores_and_resumes(tmp_path: Path) -> None:
 
 
 def test_a_bug_on_one_item_is_recorded_and_the_run_goes_on(tmp_path: Path, monkeypatch, caplog) -> None:
-    import groundsql.evaluation.runner as runner
+    import groundsql.conversation as conversation  # where the runner looks strategies up
 
     calls = []
-    real = runner.get_strategy
+    real = conversation.get_strategy
 
     def broken(question, ctx):
         calls.append(question)
@@ -171,7 +171,7 @@ def test_a_bug_on_one_item_is_recorded_and_the_run_goes_on(tmp_path: Path, monke
             raise OverflowError("int too large to convert to float")
         return real("zero-shot")(question, ctx)
 
-    monkeypatch.setattr(runner, "get_strategy", lambda name: broken if name == "zero-shot" else real(name))
+    monkeypatch.setattr(conversation, "get_strategy", lambda name: broken if name == "zero-shot" else real(name))
     EvalRun(items=_concert_items(2), configs=[parse_config("zero-shot", EVAL)], out_dir=tmp_path,
             llm=Scripted("SELECT COUNT(*) FROM singer")).run()
     first, second = load_records(tmp_path / "results.jsonl")
@@ -247,3 +247,29 @@ def test_best_of_pool_scores_what_the_vote_chose_among(tmp_path: Path) -> None:
     summary = summarize([record])
     assert summary["configs"]["self-consistency:k=3"]["pool_ex"] == 100.0
     assert "best-of-pool EX %" in markdown_table(summary)
+
+
+def test_conversations_are_answered_turn_by_turn_with_and_without_context(tmp_path: Path) -> None:
+    db = spider_db("concert_singer")
+    bench = tmp_path / "talk.jsonl"
+    bench.write_text(json.dumps({"id": "talk/1", "db": str(db), "category": "change-filter-value", "turns": [
+        {"question": "How many singers are from France?", "gold_sql": "SELECT COUNT(*) FROM singer WHERE Country = 'France'"},
+        {"question": "And from the Netherlands?",
+         "gold_sql": "SELECT COUNT(*) FROM singer WHERE Country = 'Netherlands'"}]}) + "\n")
+    items = load_benchmark(bench)
+    assert [(i.item_id, i.category, i.metadata["turn"]) for i in items] == [("talk/1#1", "turn 1", 1), ("talk/1#2", "turn 2", 2)]
+    with_context = Scripted("SELECT COUNT(*) FROM singer WHERE Country = 'France'",
+                            "How many singers are from the Netherlands?",  # the follow-up, resolved
+                            "SELECT COUNT(*) FROM singer WHERE Country = 'Netherlands'")
+    EvalRun(items=items, configs=[parse_config("zero-shot", EVAL)], out_dir=tmp_path / "on", llm=with_context).run()
+    first, second = load_records(tmp_path / "on" / "results.jsonl")
+    assert first["ex"] and second["ex"] and second["model_calls"] == 2
+    assert second["grounds"]["conversation"]["standalone"] == "How many singers are from the Netherlands?"
+    assert "WHERE Country = 'France'" in with_context.requests[1].messages[-1].content  # the earlier query
+    alone = Scripted("SELECT COUNT(*) FROM singer WHERE Country = 'France'", "SELECT COUNT(*) FROM singer")
+    off = parse_config("zero-shot:conversation.enabled=false", EVAL)
+    EvalRun(items=items, configs=[off], out_dir=tmp_path / "off", llm=alone).run()
+    assert [r["ex"] for r in load_records(tmp_path / "off" / "results.jsonl")] == [True, False]
+    assert alone.requests[1].messages[-1].content.rstrip().endswith("Question: And from the Netherlands?")
+    with pytest.raises(ConfigError, match="one after another"):
+        EvalRun(items=items, configs=[off], out_dir=tmp_path / "x", llm=alone, workers=2).run()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import cached_property
@@ -10,12 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from groundsql.config import Settings, data_home
-from groundsql.conversation import Turn, earlier_examples, resolve_followup
+from groundsql.conversation import Turn, answer_in_conversation
 from groundsql.db import Database, QueryResult
-from groundsql.errors import LLMError
 from groundsql.llm import LLM, build_llm
 from groundsql.retrieval import Example, QueryBank
-from groundsql.strategies import Answer, Context, get_strategy
+from groundsql.strategies import Answer, Context
 from groundsql.strategies.answer import Step
 
 
@@ -65,26 +63,8 @@ class Session:
         first made standalone. `on_step` hears of each step as it finishes."""
         if not question.strip():
             raise ValueError("the question is empty")
-        answer_with = get_strategy(strategy)  # an unknown strategy fails before any model call
-        if not history:
-            return answer_with(question, replace(self.context, on_step=on_step) if on_step else self.context)
-        start = time.perf_counter()
-        try:
-            standalone, call = resolve_followup(question, history, self.llm, self.settings)
-        except LLMError as err:
-            failed = Step("resolve", time.perf_counter() - start, {"error": str(err)})
-            return Answer(question=question, strategy=strategy, sql=None, steps=(failed,),
-                          error=f"the language model failed: {err}", elapsed_s=failed.elapsed_s)
-        resolved = Step("resolve", time.perf_counter() - start, {"standalone": standalone},
-                        (call,) if call is not None else ())
-        if on_step is not None:
-            on_step(resolved)
-        ctx = replace(self.context, on_step=on_step, conversation=earlier_examples(history))
-        answer = answer_with(standalone, ctx)
-        grounds = {**answer.grounds, "conversation": {"asked": question, "standalone": standalone,
-                                                      "earlier": [t.standalone for t in history]}}
-        return replace(answer, steps=(resolved, *answer.steps), elapsed_s=answer.elapsed_s + resolved.elapsed_s,
-                       grounds=grounds)
+        ctx = replace(self.context, on_step=on_step) if on_step is not None else self.context
+        return answer_in_conversation(question, history, strategy, ctx)
 
     def run_sql(self, sql: str) -> QueryResult:
         """Run SQL of your own through the same validator and read-only connection."""

@@ -220,6 +220,15 @@ class SearchConfig(_Frozen):
         return value
 
 
+class ConversationConfig(_Frozen):
+    """Follow-up questions (conversation/): a follow-up is made standalone against the
+    conversation's last turns, which the generator is also shown. Off: every question is
+    answered on its own (the ablation)."""
+
+    enabled: bool = True
+    turns: int = Field(3, ge=1, le=20)  # the earlier turns a follow-up is read against
+
+
 class Settings(_Frozen):
     llm: LLMConfig = LLMConfig()
     database: DatabaseConfig = DatabaseConfig()
@@ -229,3 +238,4 @@ class Settings(_Frozen):
     self_consistency: SelfConsistencyConfig = SelfConsistencyConfig()
     grounded: GroundedConfig = GroundedConfig()
     search: SearchConfig = SearchConfig()
+    conversation: ConversationConfig = ConversationConfig()

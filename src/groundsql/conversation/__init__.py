@@ -5,22 +5,23 @@ its own. Before any grounding it is rewritten, with the conversation's earlier q
 queries in view, into the question it stands for ("What was Aurora Therapeutics' revenue in
 2022?"): one short model call whose prompt is the few earlier turns, not the schema. The
 strategy then answers the standalone question as any other, and it is also shown the earlier
-turns' queries, which a follow-up most often edits (strategies/context.py).
+turns' queries, which a follow-up most often edits (strategies/context.py `examples_text`).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from groundsql.config import Settings
-from groundsql.llm import LLM, Completion
+from groundsql.errors import LLMError
+from groundsql.llm import Completion
 from groundsql.prompts import load_prompt
 from groundsql.retrieval import Example
+from groundsql.strategies import Answer, Context, Step, get_strategy
 
-__all__ = ["Turn", "resolve_followup", "earlier_examples"]
+__all__ = ["Turn", "answer_in_conversation", "resolve_followup", "earlier_examples"]
 
-_SHOWN_TURNS = 3  # the last few turns: a follow-up refers to what was just asked
 _MAX_TOKENS = 96  # one question
 
 
@@ -34,22 +35,39 @@ class Turn:
     columns: tuple[str, ...] = ()
     rows: int = 0
 
-    @property
-    def ok(self) -> bool:
-        return self.sql is not None
 
-
-def resolve_followup(question: str, history: Sequence[Turn], llm: LLM,
-                     settings: Settings) -> tuple[str, Completion | None]:
-    """The standalone question `question` stands for after `history`, and the call that made
-    it (None when there was no history to resolve against)."""
-    shown = list(history)[-_SHOWN_TURNS:]
+def answer_in_conversation(question: str, history: Sequence[Turn], strategy_name: str, ctx: Context) -> Answer:
+    """The strategy's answer to `question` asked after `history`: made standalone first (a
+    "resolve" step), with the earlier turns shown to the generator; without history, or with
+    `conversation.enabled` off, the question as it is."""
+    strategy = get_strategy(strategy_name)  # an unknown strategy fails before any model call
+    config = ctx.settings.conversation
+    shown = list(history)[-config.turns:] if config.enabled else []
     if not shown:
-        return question, None
+        return strategy(question, ctx)
+    start = time.perf_counter()
+    try:
+        standalone, call = resolve_followup(question, shown, ctx)
+    except LLMError as err:
+        failed = Step("resolve", time.perf_counter() - start, {"error": str(err)})
+        return Answer(question=question, strategy=strategy_name, sql=None, steps=(failed,),
+                      error=f"the language model failed: {err}", elapsed_s=failed.elapsed_s)
+    resolved = Step("resolve", time.perf_counter() - start, {"standalone": standalone}, (call,))
+    if ctx.on_step is not None:
+        ctx.on_step(resolved)
+    answer = strategy(standalone, replace(ctx, conversation=earlier_examples(shown)))
+    grounds = {**answer.grounds, "conversation": {"asked": question, "standalone": standalone,
+                                                  "earlier": [t.standalone for t in shown]}}
+    return replace(answer, steps=(resolved, *answer.steps), elapsed_s=answer.elapsed_s + resolved.elapsed_s,
+                   grounds=grounds)
+
+
+def resolve_followup(question: str, history: Sequence[Turn], ctx: Context) -> tuple[str, Completion]:
+    """The standalone question `question` stands for after `history`, and the call that made it."""
     request = load_prompt("resolve_followup").request(
-        history="\n\n".join(_turn_text(turn) for turn in shown), question=question.strip())
-    completion = llm.complete(request.model_copy(update={
-        "temperature": 0.0, "max_tokens": _MAX_TOKENS, "seed": settings.llm.seed, "stop": ("\n",)}))
+        history="\n\n".join(_turn_text(turn) for turn in history), question=question.strip())
+    completion = ctx.llm.complete(request.model_copy(update={
+        "temperature": 0.0, "max_tokens": _MAX_TOKENS, "seed": ctx.settings.llm.seed, "stop": ("\n",)}))
     standalone = completion.text.strip().strip('"').strip()
     for prefix in ("Standalone question:", "Question:"):
         standalone = standalone.removeprefix(prefix).strip()
@@ -58,7 +76,7 @@ def resolve_followup(question: str, history: Sequence[Turn], llm: LLM,
 
 def earlier_examples(history: Sequence[Turn]) -> tuple[Example, ...]:
     """The earlier turns that were answered, as solved examples for the generator."""
-    return tuple(Example(t.standalone, t.sql) for t in list(history)[-_SHOWN_TURNS:] if t.sql)
+    return tuple(Example(t.standalone, t.sql) for t in history if t.sql)
 
 
 def _turn_text(turn: Turn) -> str:

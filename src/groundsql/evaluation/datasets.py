@@ -91,9 +91,16 @@ def load_bird(root: Path) -> list[EvalItem]:
 def load_jsonl(path: Path) -> list[EvalItem]:
     """groundsql's format: one object a line with `db`, `question`, `gold_sql`, optional
     `category`, `evidence` and `id`. `db` is a SQLAlchemy URL, or a SQLite path relative to the
-    file, or the word `demo` for the embedded demo database."""
+    file, or the word `demo` for the embedded demo database.
+
+    A conversation is a line with `db`, `id`, optional `category`, and `turns`: a list of
+    {`question`, `gold_sql`}; each turn is an item (`id#n`, category `turn n`), asked after
+    the conversation's earlier turns as the configuration answered them."""
     items = []
     for number, raw in read_jsonl(path, "a benchmark item"):
+        if "turns" in raw:
+            items += _conversation_items(path, number, raw)
+            continue
         try:
             db, question, gold = raw["db"], raw["question"], raw["gold_sql"]
         except KeyError as err:
@@ -111,6 +118,27 @@ def load_jsonl(path: Path) -> list[EvalItem]:
             )
         )
     return items
+
+
+def _conversation_items(path: Path, number: int, raw: dict[str, Any]) -> list[EvalItem]:
+    try:
+        db, turns = raw["db"], raw["turns"]
+        conversation = str(raw.get("id", f"{path.stem}/{number}"))
+        asked = [(turn["question"], turn["gold_sql"]) for turn in turns]
+    except (KeyError, TypeError) as err:
+        raise field_error(path, number, "a conversation", err) from err
+    return [
+        EvalItem(
+            item_id=f"{conversation}#{n}",
+            db_id=Path(db).stem if "://" not in db else db.rsplit("/", 1)[-1],
+            db_url=_jsonl_db_url(db, path.parent),
+            question=question,
+            gold_sql=gold,
+            category=f"turn {n}",
+            metadata={"conversation": conversation, "turn": n, "kind": raw.get("category", "")},
+        )
+        for n, (question, gold) in enumerate(asked, start=1)
+    ]
 
 
 def _jsonl_db_url(db: str, base: Path) -> str:

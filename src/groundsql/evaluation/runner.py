@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from groundsql.config import Settings
+from groundsql.conversation import Turn, answer_in_conversation
 from groundsql.db import Database, QueryResult
-from groundsql.errors import GroundsqlError
+from groundsql.errors import ConfigError, GroundsqlError
 from groundsql.evaluation.configs import GOLD, EvalConfig
 from groundsql.evaluation.datasets import EvalItem
 from groundsql.evaluation.execution_match import gold_orders, results_match
@@ -29,7 +30,7 @@ from groundsql.evaluation.scoring import score
 from groundsql.llm import LLM, build_llm
 from groundsql.retrieval import Example, QueryBank
 from groundsql.safety import run_validated
-from groundsql.strategies import Answer, Context, get_strategy
+from groundsql.strategies import Answer, Context
 from groundsql.strategies.answer import Trace, json_value
 
 log = logging.getLogger(__name__)
@@ -69,6 +70,7 @@ class EvalRun:
     _llms: dict[str, LLM] = field(default_factory=dict)
     _contexts: dict[tuple[str, str], Context] = field(default_factory=dict)
     _gold: dict[tuple[str, str], QueryResult | str] = field(default_factory=dict)
+    _turns: dict[tuple[str, str], dict[str, Any]] | None = None  # records by (config, item), for conversations
     # (database file, gold SQL) -> its test suite and the gold's results on it: built and run
     # once, whatever the number of configurations scored against it.
     _suites: dict[tuple[str, str], tuple[Any, list[Any]]] = field(default_factory=dict)
@@ -91,6 +93,8 @@ class EvalRun:
         return work
 
     def run(self) -> None:
+        if self.workers > 1 and any(item.metadata.get("conversation") for item in self.items):
+            raise ConfigError("a conversation's turns are answered one after another: use --workers 1")
         self.out_dir.mkdir(parents=True, exist_ok=True)
         self._end_cut_line()
         work = self.pending()
@@ -149,6 +153,8 @@ class EvalRun:
     def _record(self, record: dict[str, Any]) -> None:
         with self._lock, self.results_path.open("a", encoding="utf-8") as out:
             out.write(json.dumps(record, ensure_ascii=False) + "\n")
+            if self._turns is not None:
+                self._turns[(record["config"], record["item_id"])] = record
         if self.on_record:
             self.on_record(record)
 
@@ -222,13 +228,34 @@ class EvalRun:
             return _gold_answer(item, ctx)
         question = f"{item.question}\nHint: {item.evidence}" if item.evidence else item.question
         try:
-            return get_strategy(config.strategy)(question, ctx)
+            return answer_in_conversation(question, self._history(config, item), config.strategy, ctx)
         except GroundsqlError as err:
             return Trace(item.question, config.strategy).finish(sql=None, error=str(err))
         except Exception as err:  # a bug: recorded and logged, not the end of an hours-long run
             log.exception("%s on %s: internal error", config.label, item.item_id)
             return Trace(item.question, config.strategy).finish(
                 sql=None, error=f"internal error: {type(err).__name__}: {err}")
+
+    def _history(self, config: EvalConfig, item: EvalItem) -> list[Turn]:
+        """A conversation turn's earlier turns, as this configuration answered them (read from
+        the records, so a resumed run continues a conversation where it stopped)."""
+        conversation, turn = item.metadata.get("conversation"), item.metadata.get("turn", 1)
+        if not conversation or turn <= 1:
+            return []
+        with self._lock:
+            if self._turns is None:
+                self._turns = {(r["config"], r["item_id"]): r for r in load_records(self.results_path)}
+            earlier = [self._turns.get((config.label, f"{conversation}#{n}")) for n in range(1, turn)]
+        history = []
+        for record in earlier:
+            if record is None:
+                break  # its gold failed: the conversation cannot go on from here
+            standalone = ((record.get("grounds") or {}).get("conversation") or {}).get("standalone")
+            ok = record.get("pred_sql") and not record.get("error")
+            history.append(Turn(record["question"], standalone or record["question"],
+                                record["pred_sql"] if ok else None, tuple(record.get("pred_columns") or ()),
+                                record.get("pred_row_count") or 0))
+        return history
 
     def _context(self, config: EvalConfig, item: EvalItem, db: Database) -> Context:
         key = (config.label, item.db_url)
