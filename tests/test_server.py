@@ -62,7 +62,7 @@ def test_metadata_endpoints_and_clear_errors(tmp_path: Path, singers: Path) -> N
     with live_server(config(tmp_path, singers)) as (url, _):
         assert httpx.get(f"{url}/healthz").json() == {"status": "ok", "databases": 1}
         assert httpx.get(f"{url}/v1/databases").json() == [
-            {"name": "singers", "dialect": "sqlite", "strategy": "zero-shot", "tables": 4}]
+            {"name": "singers", "dialect": "sqlite", "strategy": "zero-shot", "tables": 4, "learned_examples": 0}]
         schema = httpx.get(f"{url}/v1/databases/singers/schema").json()
         assert "# Table: singer" in schema["schema"] and schema["format"] == "m-schema"
         assert "CREATE TABLE singer" in httpx.get(f"{url}/v1/databases/singers/schema?format=ddl").json()["schema"]
@@ -248,3 +248,48 @@ def test_a_model_failure_is_an_answer_not_a_crash(tmp_path: Path, singers: Path)
         answer = httpx.post(f"{url}/v1/ask", json={"database": "singers", "question": "How many singers?"})
     assert answer.status_code == 200 and not answer.json()["ok"]
     assert "the model server is down" in answer.json()["error"]
+
+
+# -- two processes, one PostgreSQL state store ------------------------------------------------------------
+
+
+@pytest.mark.postgres
+def test_two_servers_share_a_postgres_state_store(tmp_path: Path, singers: Path) -> None:
+    import uuid
+
+    import psycopg
+
+    from groundsql.server.state import StateStore
+    from tests.conftest import PG_ADMIN_URL
+    from tests.server_harness import server_process
+
+    name = f"groundsql_state_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    state_url = PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
+    try:
+        store = StateStore(state_url)
+        key = {"authorization": f"Bearer {store.add_key('app', ['singers'])}"}
+        setup = {**config(tmp_path, singers, auth=True), "state_url": state_url}
+        with server_process(setup, tmp_path) as one, server_process(setup, tmp_path) as two:
+            first = httpx.post(f"{one}/v1/ask", headers=key, timeout=120,
+                               json={"database": "singers", "question": "How many singers do we have?"}).json()
+            # The conversation goes on at the other server, which reads it from the shared store.
+            follow = httpx.post(f"{two}/v1/ask", headers=key, timeout=120, json={
+                "database": "singers", "question": "And how many of them are from France?",
+                "conversation_id": first["conversation_id"]}).json()
+            assert follow["ok"] and "France" in follow["standalone_question"] and follow["rows"] == [[4]]
+            assert httpx.post(f"{one}/v1/feedback", headers=key,
+                              json={"answer_id": first["answer_id"], "verdict": "right"}).json()["learned"]
+            assert httpx.get(f"{two}/v1/databases", headers=key).json()[0]["learned_examples"] == 1
+            for server in (one, two) * 10:
+                assert httpx.post(f"{server}/v1/sql", headers=key,
+                                  json={"database": "singers", "sql": "SELECT 1"}).status_code == 200
+        audit = store.audit_rows()
+        turns = store.conversation(first["conversation_id"])["turns"]
+    finally:
+        store.close()
+        with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+    assert [t["question"] for t in turns] == ["How many singers do we have?", "And how many of them are from France?"]
+    assert sum(r["kind"] == "sql" for r in audit) == 20 + 1  # every statement, from both: the feedback's check too

@@ -1,5 +1,6 @@
 """The HTTP API (FastAPI): `/v1/ask`, `/v1/sql`, `/v1/databases`, `/v1/feedback`,
-`/v1/conversations/{id}`, `/healthz`, `/metrics`; the OpenAPI schema at `/docs`.
+`/v1/conversations/{id}`, `/healthz`, `/metrics`; the OpenAPI schema at `/docs`; the MCP server
+(mcp.py) over streamable HTTP at `/mcp`, under the same keys.
 
 Every error is JSON `{"error": {"code", "message"}}` with one sentence a person can act on,
 never a traceback. A question runs in a worker thread under the service's concurrency limit
@@ -22,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from groundsql.errors import DatabaseError, GroundsqlError, UnsafeSQLError
+from groundsql.server.mcp import mcp_http_app
 from groundsql.server.metrics import Metrics
 from groundsql.server.service import Asked, Busy, Service, ServiceError
 from groundsql.server.state import ApiKey
@@ -96,6 +98,7 @@ class DatabaseInfo(BaseModel):
     dialect: str
     strategy: str
     tables: int
+    learned_examples: int  # answers confirmed or corrected through /v1/feedback, by any server
 
 
 class SchemaResponse(BaseModel):
@@ -178,13 +181,17 @@ Caller = Annotated[ApiKey | None, Depends(caller)]
 
 
 def create_app(service: Service) -> FastAPI:
+    mcp = mcp_http_app(service)
     app = FastAPI(
         title="groundsql",
         version="1",
         summary="Ask a database a question in plain language; get safe SQL, its result and its grounds.",
         responses={400: {"model": ErrorResponse}, 401: {"model": ErrorResponse}, 403: {"model": ErrorResponse},
                    404: {"model": ErrorResponse}, 429: {"model": ErrorResponse}},
+        # A route does not run its app's lifespan: the MCP session manager runs in this one's.
+        lifespan=lambda _app: mcp.router.lifespan_context(mcp),
     )
+    app.add_route("/mcp", mcp, include_in_schema=False)
     app.state.service = service
     app.state.metrics = metrics = Metrics()
     _install_error_handlers(app, metrics)
@@ -243,7 +250,8 @@ def create_app(service: Service) -> FastAPI:
     def databases(key: Caller) -> list[DatabaseInfo]:
         """The databases this key may use."""
         return [DatabaseInfo(name=s.name, dialect=s.session.db.dialect, strategy=s.strategy,
-                             tables=len(s.session.db.catalog().tables)) for s in service.visible(key)]
+                             tables=len(s.session.db.catalog().tables),
+                             learned_examples=service.learned_examples(s)) for s in service.visible(key)]
 
     @app.get("/v1/databases/{name}/schema", response_model=SchemaResponse)
     def schema(name: str, key: Caller,

@@ -152,6 +152,11 @@ class Service:
             raise ServiceError(f"the conversation has {self.config.max_turns} turns already; start a new one")
         return self.state.history(conversation_id)
 
+    def learned_examples(self, served: Served) -> int:
+        """How many confirmed examples the database's session uses (after reading new ones)."""
+        self._learn_new_examples(served)
+        return len(served.session.context.learned)
+
     def _learn_new_examples(self, served: Served) -> None:
         """Give the session the examples confirmed since it last looked (by any server)."""
         with served.lock:
