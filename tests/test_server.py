@@ -293,3 +293,18 @@ def test_two_servers_share_a_postgres_state_store(tmp_path: Path, singers: Path)
             admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
     assert [t["question"] for t in turns] == ["How many singers do we have?", "And how many of them are from France?"]
     assert sum(r["kind"] == "sql" for r in audit) == 20 + 1  # every statement, from both: the feedback's check too
+
+
+def test_load_of_32_clients_has_no_5xx_and_loses_no_audit_row(tmp_path: Path, singers: Path) -> None:
+    """1,000 requests from 32 clients on loopback (asks replayed, SQL run): every one answered
+    or told 429, none failed or hung, and every statement that ran is in the audit log."""
+    import asyncio
+
+    from tests.load import run_load
+
+    with live_server(config(tmp_path, singers, max_concurrent=8)) as (url, service):
+        result = asyncio.run(run_load(url, clients=32, requests=1000, timeout_s=60))
+        audited = service.state.audit_rows(10_000)
+    assert result.timeouts == 0 and set(result.statuses) <= {200, 429}, result.summary()
+    assert sum(result.answered.values()) == result.statuses[200] >= 500
+    assert len(audited) == result.statuses[200] and {r["verdict"] for r in audited} == {"ran"}
