@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated, Optional
+from typing import Annotated, Literal, Optional
 
 import typer
 from rich.console import Console
@@ -422,6 +422,40 @@ def serve(
     err.print(f"groundsql: serving {', '.join(settings.databases)} on http://{settings.host}:{settings.port} "
               f"(API docs at /docs)", markup=False, highlight=False)
     run(settings)
+
+
+@app.command()
+def mcp(
+    config: ConfigOption = None,
+    db: Annotated[Optional[str], typer.Option("--db", help="Serve one database (instead of --config).")] = None,
+    transport: Annotated[Literal["stdio", "http"], typer.Option(
+        help="stdio (the client starts this command and talks over its stdin and stdout) or http "
+             "(streamable HTTP at /mcp, with API keys).")] = "stdio",
+    host: Annotated[Optional[str], typer.Option(help="http: address to listen on (default 127.0.0.1).")] = None,
+    port: Annotated[Optional[int], typer.Option(help="http: port (default 8000).")] = None,
+    no_auth: Annotated[bool, typer.Option("--no-auth", help="http: no API keys (loopback addresses only).")] = False,
+) -> None:
+    """Serve the MCP tools ask, run_sql, list_databases, describe_schema and lookup (read-only)."""
+    from pathlib import Path
+
+    from groundsql.server import load_serve_config
+    from groundsql.server.mcp import run
+
+    settings = load_serve_config(Path(config) if config else None, db=db, host=host, port=port,
+                                 auth=False if no_auth else None)
+    # On stdio, stdout is the protocol's: everything said here goes to stderr.
+    if transport == "http":
+        if settings.auth:
+            from groundsql.server.state import StateStore
+
+            if not StateStore(settings.state).keys():
+                err.print("note: no API key exists yet; create one with `groundsql keys add NAME`",
+                          markup=False, highlight=False)
+        err.print(f"groundsql: MCP for {', '.join(settings.databases)} on http://{settings.host}:{settings.port}/mcp",
+                  markup=False, highlight=False)
+    else:
+        err.print(f"groundsql: MCP for {', '.join(settings.databases)} on stdio", markup=False, highlight=False)
+    run(settings, transport)
 
 
 @keys_app.command("add")
