@@ -106,10 +106,12 @@ def test_tools_over_stdio(tmp_path: Path, concert_singer: Path) -> None:
             assert ran["sql"].endswith("LIMIT 1000")
             assert ran["rows"] == [["Joe Sharp"], ["John Nizinik"], ["Rose White"]]
             await check_hostile_corpus(client)
-            # Entity linking needs no model: the name resolves to its company row.
+            # Entity linking needs no model: the name resolves to its company row; the lookup
+            # agent's call has no recording, and the result says so.
             found = await ok(client, "lookup", database="demo", phrase="Aurora Therapeutics")
             entity = next(c for c in found["constraints"] if c["source"] == "entity")
             assert entity["table"] == "company" and entity["row"]["company_name"] == "Aurora Therapeutics plc"
+            assert found["errors"] and "no recording" in found["errors"][0]
             assert "needs a domain pack" in await refused(client, "lookup", database="singers", phrase="France")
             assert "no database named 'nope'" in await refused(client, "run_sql", database="nope", sql="SELECT 1")
 

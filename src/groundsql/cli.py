@@ -414,11 +414,7 @@ def serve(
     settings = load_serve_config(Path(config) if config else None, db=db, host=host, port=port,
                                  auth=False if no_auth else None)
     if settings.auth:
-        from groundsql.server.state import StateStore
-
-        if not StateStore(settings.state).keys():
-            err.print("note: no API key exists yet; create one with `groundsql keys add NAME`",
-                      markup=False, highlight=False)
+        _note_missing_keys(settings)
     err.print(f"groundsql: serving {', '.join(settings.databases)} on http://{settings.host}:{settings.port} "
               f"(API docs at /docs)", markup=False, highlight=False)
     run(settings)
@@ -446,16 +442,19 @@ def mcp(
     # On stdio, stdout is the protocol's: everything said here goes to stderr.
     if transport == "http":
         if settings.auth:
-            from groundsql.server.state import StateStore
-
-            if not StateStore(settings.state).keys():
-                err.print("note: no API key exists yet; create one with `groundsql keys add NAME`",
-                          markup=False, highlight=False)
+            _note_missing_keys(settings)
         err.print(f"groundsql: MCP for {', '.join(settings.databases)} on http://{settings.host}:{settings.port}/mcp",
                   markup=False, highlight=False)
     else:
         err.print(f"groundsql: MCP for {', '.join(settings.databases)} on stdio", markup=False, highlight=False)
     run(settings, transport)
+
+
+def _note_missing_keys(settings) -> None:
+    from groundsql.server.state import StateStore
+
+    if not StateStore(settings.state).keys():
+        err.print("note: no API key exists yet; create one with `groundsql keys add NAME`", markup=False, highlight=False)
 
 
 @keys_app.command("add")

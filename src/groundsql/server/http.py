@@ -25,7 +25,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from groundsql.errors import DatabaseError, GroundsqlError, UnsafeSQLError
 from groundsql.server.mcp import mcp_http_app
 from groundsql.server.metrics import Metrics
-from groundsql.server.service import Asked, Busy, Service, ServiceError
+from groundsql.server.service import Asked, Busy, Service, ServiceError, Unauthorized
 from groundsql.server.state import ApiKey
 from groundsql.strategies import Step
 from groundsql.strategies.answer import json_value
@@ -157,21 +157,9 @@ class ErrorResponse(BaseModel):
 
 def caller(request: Request, authorization: Annotated[str | None, Header()] = None,
            x_api_key: Annotated[str | None, Header()] = None) -> ApiKey | None:
-    """The caller's key (`Authorization: Bearer KEY` or `X-API-Key: KEY`); None when the
-    server runs without auth."""
+    """The caller's key; None when the server runs without auth."""
     service: Service = request.app.state.service
-    if not service.config.auth:
-        return None
-    secret = x_api_key
-    if secret is None and authorization:
-        scheme, _, value = authorization.partition(" ")
-        secret = value.strip() if scheme.lower() == "bearer" else None
-    if not secret:
-        raise _Unauthorized("an API key is required: send 'Authorization: Bearer KEY'")
-    key = service.state.key_for(secret)
-    if key is None:
-        raise _Unauthorized("the API key is not valid")
-    return key
+    return service.authenticate(authorization, x_api_key)
 
 
 Caller = Annotated[ApiKey | None, Depends(caller)]
@@ -354,10 +342,6 @@ async def _stream(work: asyncio.Future[Asked], events: asyncio.Queue[Step], dead
 # -- errors -------------------------------------------------------------------------------------------
 
 
-class _Unauthorized(ServiceError):
-    status, code = 401, "unauthorized"
-
-
 class _DeadlinePassed(ServiceError):
     status, code = 504, "deadline"
 
@@ -425,7 +409,7 @@ def _install_error_handlers(app: FastAPI, metrics: Metrics) -> None:
         if isinstance(err, UnsafeSQLError):
             metrics.refusals.labels(route).inc()
         headers = {"Retry-After": str(err.retry_after_s)} if isinstance(err, Busy) else None
-        if isinstance(err, _Unauthorized):
+        if isinstance(err, Unauthorized):
             headers = {"WWW-Authenticate": "Bearer"}
         return _error(status, code, str(err), headers)
 

@@ -30,7 +30,7 @@ from starlette.responses import JSONResponse
 
 from groundsql.errors import GroundsqlError
 from groundsql.server.config import ServeConfig
-from groundsql.server.service import Asked, Service, ServiceError
+from groundsql.server.service import Asked, Service, ServiceError, Unauthorized
 from groundsql.server.state import ApiKey
 from groundsql.strategies import STRATEGIES
 from groundsql.strategies.answer import json_value
@@ -128,6 +128,7 @@ class LookupResult(BaseModel):
         "What the phrase resolves to: filter (the SQL condition), table, column, id, label, the "
         "phrase, source (lookup or entity), confidence and row (the row it came from)."))
     unresolved: list[dict[str, Any]] = Field(description="Names that matched nothing, with the closest name.")
+    errors: list[str] = Field(description="Stages whose model call failed (what they would have found is missing).")
 
 
 # -- the server ------------------------------------------------------------------------------------
@@ -186,7 +187,7 @@ def create_mcp(service: Service) -> MCPServer:
         (needs the database's domain pack)."""
         found = await anyio.to_thread.run_sync(service.lookup, _caller(), database, phrase)
         return LookupResult(database=database, phrase=phrase, constraints=json_value(found["constraints"]),
-                            unresolved=json_value(found["unresolved"]))
+                            unresolved=json_value(found["unresolved"]), errors=found["errors"])
 
     for tool in (ask, run_sql, list_databases, describe_schema, lookup):
         server.add_tool(_one_sentence_errors(tool), annotations=_READ_ONLY)
@@ -254,16 +255,14 @@ class _KeyCheck:
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        key = None
-        if self.service.config.auth:
-            secret = _secret(dict(scope["headers"]))
-            key = await run_in_threadpool(self.service.state.key_for, secret) if secret else None
-            if key is None:
-                message = "the API key is not valid" if secret else \
-                    "an API key is required: send 'Authorization: Bearer KEY'"
-                response = JSONResponse({"error": {"code": "unauthorized", "message": message}}, status_code=401,
-                                        headers={"WWW-Authenticate": "Bearer"})
-                return await response(scope, receive, send)
+        headers = dict(scope["headers"])
+        try:
+            key = await run_in_threadpool(self.service.authenticate, _header(headers, b"authorization"),
+                                          _header(headers, b"x-api-key"))
+        except Unauthorized as err:
+            response = JSONResponse({"error": {"code": err.code, "message": str(err)}}, status_code=err.status,
+                                    headers={"WWW-Authenticate": "Bearer"})
+            return await response(scope, receive, send)
         token = _CALLER.set(key)
         try:
             await self.app(scope, receive, send)
@@ -271,11 +270,9 @@ class _KeyCheck:
             _CALLER.reset(token)
 
 
-def _secret(headers: dict[bytes, bytes]) -> str | None:
-    if b"x-api-key" in headers:
-        return headers[b"x-api-key"].decode("latin-1").strip() or None
-    scheme, _, value = headers.get(b"authorization", b"").decode("latin-1").partition(" ")
-    return (value.strip() or None) if scheme.lower() == "bearer" else None
+def _header(headers: dict[bytes, bytes], name: bytes) -> str | None:
+    value = headers.get(name)
+    return value.decode("latin-1") if value is not None else None
 
 
 # -- running it ------------------------------------------------------------------------------------------

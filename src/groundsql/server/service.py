@@ -44,6 +44,10 @@ class Forbidden(ServiceError):
     status, code = 403, "forbidden"
 
 
+class Unauthorized(ServiceError):
+    status, code = 401, "unauthorized"
+
+
 class Busy(ServiceError):
     status, code = 429, "busy"
 
@@ -101,10 +105,26 @@ class Service:
 
     # -- access ----------------------------------------------------------------------------
 
+    def authenticate(self, authorization: str | None, api_key: str | None) -> ApiKey | None:
+        """The caller's key, from `Authorization: Bearer KEY` or `X-API-Key: KEY` (the HTTP API
+        and MCP over HTTP read it alike); None when the service runs without auth."""
+        if not self.config.auth:
+            return None
+        secret = (api_key or "").strip() or None
+        if secret is None and authorization:
+            scheme, _, value = authorization.partition(" ")
+            secret = (value.strip() or None) if scheme.lower() == "bearer" else None
+        if secret is None:
+            raise Unauthorized("an API key is required: send 'Authorization: Bearer KEY'")
+        key = self.state.key_for(secret)
+        if key is None:
+            raise Unauthorized("the API key is not valid")
+        return key
+
     def database(self, key: ApiKey | None, name: str) -> Served:
         served = self.databases.get(name)
         if served is None:
-            raise NotFound(f"no database named {name!r} (GET /v1/databases lists them)")
+            raise NotFound(f"no database named {name!r} (the list of databases names those there are)")
         if key is not None and not key.may_use(name):
             raise Forbidden(f"the key {key.name!r} may not use the database {name!r}")
         return served

@@ -103,8 +103,11 @@ def ground_values(phrase: str, ctx: Context) -> dict[str, Any]:
     entities, unresolved = _link_entities(ctx, domain, phrase, trace) if ctx.settings.grounded.entity_linking \
         else ([], [])
     found = constraints + [_entity_constraint(m) for m in entities]
+    answer = trace.finish(sql=None)
+    # A stage whose model call failed found nothing; say so rather than return less in silence.
+    errors = [f"{step.name}: {step.detail['error']}" for step in answer.steps if "error" in step.detail]
     return {"constraints": [_constraint_record(c) for c in found], "unresolved": [vars(u) for u in unresolved],
-            "calls": len(trace.finish(sql=None).calls)}
+            "errors": errors, "calls": len(answer.calls)}
 
 
 # -- the domain, built once per session -------------------------------------------------------
