@@ -308,3 +308,23 @@ def test_load_of_32_clients_has_no_5xx_and_loses_no_audit_row(tmp_path: Path, si
     assert result.timeouts == 0 and set(result.statuses) <= {200, 429}, result.summary()
     assert sum(result.answered.values()) == result.statuses[200] >= 500
     assert len(audited) == result.statuses[200] and {r["verdict"] for r in audited} == {"ran"}
+
+
+@pytest.mark.model
+def test_real_model_answers_asks_streams_and_follows_up(tmp_path: Path, singers: Path) -> None:
+    """The real 0.5B model behind the live server: an ask, then a streamed follow-up."""
+    setup = {**config(tmp_path, singers), "llm": {"model": "qwen2.5-coder-0.5b", "cache": False}}
+    with live_server(setup) as (url, _):
+        first = httpx.post(f"{url}/v1/ask", timeout=600,
+                           json={"database": "singers", "question": "How many singers do we have?"}).json()
+        assert first["ok"] and first["rows"] == [[6]], first
+        follow = {"database": "singers", "question": "And how many of them are from France?",
+                  "conversation_id": first["conversation_id"]}
+        with httpx.stream("POST", f"{url}/v1/ask", json=follow, headers={"accept": "text/event-stream"},
+                          timeout=600) as stream:
+            events = _events(stream.iter_lines())
+    stages = [data["stage"] for name, data in events if name == "step"]
+    assert stages[0] == "resolve" and "generate" in stages and events[-1][0] == "answer"
+    answer = events[-1][1]
+    assert "France" in answer["standalone_question"] and answer["ok"], answer
+    assert answer["usage"]["model_calls"] >= 2

@@ -27,6 +27,7 @@ from groundsql.server.mcp import mcp_http_app
 from groundsql.server.metrics import Metrics
 from groundsql.server.service import Asked, Busy, Service, ServiceError, Unauthorized
 from groundsql.server.state import ApiKey
+from groundsql.server.views import AnswerView, json_rows
 from groundsql.strategies import Step
 from groundsql.strategies.answer import json_value
 
@@ -60,23 +61,9 @@ class Usage(BaseModel):
     completion_tokens: int
 
 
-class AskResponse(BaseModel):
-    answer_id: str
-    conversation_id: str
-    database: str
-    question: str
-    standalone_question: str
-    strategy: str
-    ok: bool
-    error: str | None
-    sql: str | None
-    columns: list[str]
-    rows: list[list[Any]]
-    truncated: bool
-    grounds: dict[str, Any]
+class AskResponse(AnswerView):
     timings: list[StageTiming]
     usage: Usage
-    elapsed_s: float
 
 
 class SqlRequest(_Strict):
@@ -231,7 +218,7 @@ def create_app(service: Service) -> FastAPI:
         start = time.perf_counter()
         checked, result = service.run_sql(key, body.database, body.sql)
         return SqlResponse(database=body.database, sql=checked.sql, columns=list(result.columns),
-                           rows=_rows(result.rows), truncated=result.truncated,
+                           rows=json_rows(result.rows), truncated=result.truncated,
                            elapsed_s=round(time.perf_counter() - start, 4))
 
     @app.get("/v1/databases", response_model=list[DatabaseInfo])
@@ -254,7 +241,7 @@ def create_app(service: Service) -> FastAPI:
         done = service.feedback(key, body.answer_id, body.verdict, body.corrected_sql, body.comment)
         result = done.pop("result")
         return FeedbackResponse(**done, columns=list(result.columns) if result else None,
-                                rows=_rows(result.rows) if result else None)
+                                rows=json_rows(result.rows) if result else None)
 
     @app.get("/v1/conversations/{conversation_id}", response_model=ConversationView)
     def conversation(conversation_id: str, key: Caller) -> ConversationView:
@@ -279,24 +266,14 @@ def create_app(service: Service) -> FastAPI:
 # -- answers as JSON and as events ------------------------------------------------------------------
 
 
-def _rows(rows: Any) -> list[list[Any]]:
-    return [[json_value(v) for v in row] for row in rows]
-
-
 def _ask_response(asked: Asked) -> AskResponse:
     answer = asked.answer
-    calls = answer.calls
     return AskResponse(
-        answer_id=asked.answer_id, conversation_id=asked.conversation_id, database=asked.database,
-        question=answer.grounds.get("conversation", {}).get("asked", answer.question),
-        standalone_question=answer.question, strategy=answer.strategy, ok=answer.ok, error=answer.error,
-        sql=answer.sql, columns=list(answer.columns), rows=_rows(answer.rows), truncated=answer.truncated,
-        grounds=json_value(answer.grounds),
+        **AnswerView.fields_of(asked),
         timings=[StageTiming(stage=s.name, seconds=round(s.elapsed_s, 4)) for s in answer.steps],
-        usage=Usage(model_calls=len(calls), prompt_tokens=answer.prompt_tokens,
-                    cached_prompt_tokens=sum(c.cached_prompt_tokens for c in calls),
+        usage=Usage(model_calls=len(answer.calls), prompt_tokens=answer.prompt_tokens,
+                    cached_prompt_tokens=sum(c.cached_prompt_tokens for c in answer.calls),
                     completion_tokens=answer.completion_tokens),
-        elapsed_s=round(answer.elapsed_s, 4),
     )
 
 

@@ -32,6 +32,7 @@ from groundsql.errors import GroundsqlError
 from groundsql.server.config import ServeConfig
 from groundsql.server.service import Asked, Service, ServiceError, Unauthorized
 from groundsql.server.state import ApiKey
+from groundsql.server.views import AnswerView, json_rows
 from groundsql.strategies import STRATEGIES
 from groundsql.strategies.answer import json_value
 
@@ -74,22 +75,7 @@ Phrase = Annotated[str, Field(min_length=1, max_length=500, pattern=r"\S", descr
 # -- the tools' outputs ---------------------------------------------------------------------------
 
 
-class AskResult(BaseModel):
-    answer_id: str = Field(description="This answer's id (feedback on it: POST /v1/feedback).")
-    conversation_id: str = Field(description="Pass it to ask to continue the conversation.")
-    database: str
-    question: str
-    standalone_question: str = Field(description="The question as answered (a follow-up made standalone).")
-    strategy: str
-    ok: bool = Field(description="False when there is no result; error says why.")
-    error: str | None
-    sql: str | None = Field(description="The validated SQL that ran.")
-    columns: list[str]
-    rows: list[list[Any]]
-    truncated: bool = Field(description="The row cap cut the rows.")
-    grounds: dict[str, Any] = Field(description=(
-        "What the answer rests on: resolved IDs and entities with their rows, tables and why, examples."))
-    elapsed_s: float
+AskResult = AnswerView
 
 
 class SqlResult(BaseModel):
@@ -164,7 +150,7 @@ def create_mcp(service: Service) -> MCPServer:
         start = time.perf_counter()
         checked, result = await anyio.to_thread.run_sync(service.run_sql, _caller(), database, sql)
         return SqlResult(database=database, sql=checked.sql, columns=list(result.columns),
-                         rows=_rows(result.rows), truncated=result.truncated,
+                         rows=json_rows(result.rows), truncated=result.truncated,
                          elapsed_s=round(time.perf_counter() - start, 4))
 
     async def list_databases() -> Databases:
@@ -216,21 +202,8 @@ def _one_sentence_errors(tool: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
-def _rows(rows: Any) -> list[list[Any]]:
-    return [[json_value(v) for v in row] for row in rows]
-
-
 def _ask_result(asked: Asked) -> AskResult:
-    answer = asked.answer
-    return AskResult(
-        answer_id=asked.answer_id, conversation_id=asked.conversation_id, database=asked.database,
-        question=answer.grounds.get("conversation", {}).get("asked", answer.question),
-        standalone_question=answer.question, strategy=answer.strategy, ok=answer.ok, error=answer.error,
-        sql=answer.sql, columns=list(answer.columns), rows=_rows(answer.rows), truncated=answer.truncated,
-        grounds=json_value(answer.grounds), elapsed_s=round(answer.elapsed_s, 4))
-
-
-# -- streamable HTTP ---------------------------------------------------------------------------------
+    return AskResult(**AnswerView.fields_of(asked))
 
 
 def mcp_http_app(service: Service) -> Starlette:
@@ -281,14 +254,9 @@ def _header(headers: dict[bytes, bytes], name: bytes) -> str | None:
 def run(config: ServeConfig, transport: Literal["stdio", "http"], *, log_level: str = "info") -> None:
     """Serve MCP: over stdio until the client closes stdin, or over HTTP until interrupted."""
     if transport == "http":
-        import uvicorn
+        from groundsql.server import run_http
 
-        service = Service(config)
-        try:
-            uvicorn.run(mcp_http_app(service), host=config.host, port=config.port, log_level=log_level,
-                        timeout_graceful_shutdown=5)
-        finally:
-            service.close()
+        run_http(config, mcp_http_app, log_level=log_level)
         return
     with _stdout_to_stderr():  # the SDK guards stdout while it serves; this guards the start
         service = Service(config)
