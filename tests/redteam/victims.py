@@ -702,18 +702,26 @@ _PG_STATE_QUERIES = [
 ]
 
 
-# State that lives in one pooled connection and would reach the next query: session settings,
-# SQL-level prepared statements, held cursors, LISTEN channels, temporary tables, dblink
-# connections. Read through the Database under test, on the connection it hands out next.
-POOLED_STATE_SQL = (
-    "SELECT (SELECT string_agg(name || '=' || setting, ',' ORDER BY name) FROM pg_settings "
-    "WHERE source = 'session'), "
-    "(SELECT string_agg(name, ',' ORDER BY name) FROM pg_prepared_statements WHERE from_sql), "
-    "(SELECT string_agg(name, ',' ORDER BY name) FROM pg_cursors), "
-    "(SELECT string_agg(c, ',' ORDER BY c) FROM pg_listening_channels() c), "
-    "(SELECT string_agg(relname, ',' ORDER BY relname) FROM pg_class WHERE relnamespace = pg_my_temp_schema()), "
-    "array_to_string(dblink_get_connections(), ','), current_user, session_user"
-)
+# State that lives in a connection an executor keeps open and would reach the next query
+# (PostgreSQL: session settings, SQL-level prepared statements, held cursors, LISTEN channels,
+# temporary tables, dblink connections; DuckDB: variables, temporary tables; SQLite: temporary
+# tables). Read through the Database under test, on the connection it hands out next.
+POOLED_STATE_SQL = {
+    "postgres": (
+        "SELECT (SELECT string_agg(name || '=' || setting, ',' ORDER BY name) FROM pg_settings "
+        "WHERE source = 'session'), "
+        "(SELECT string_agg(name, ',' ORDER BY name) FROM pg_prepared_statements WHERE from_sql), "
+        "(SELECT string_agg(name, ',' ORDER BY name) FROM pg_cursors), "
+        "(SELECT string_agg(c, ',' ORDER BY c) FROM pg_listening_channels() c), "
+        "(SELECT string_agg(relname, ',' ORDER BY relname) FROM pg_class WHERE relnamespace = pg_my_temp_schema()), "
+        "array_to_string(dblink_get_connections(), ','), current_user, session_user"
+    ),
+    "duckdb": (
+        "SELECT (SELECT string_agg(name || '=' || CAST(value AS VARCHAR), ',' ORDER BY name) FROM duckdb_variables()), "
+        "(SELECT string_agg(table_name, ',' ORDER BY table_name) FROM duckdb_tables() WHERE temporary)"
+    ),
+    "sqlite": "SELECT (SELECT group_concat(name) FROM temp.sqlite_master)",
+}
 
 
 def file_victims(engine: str) -> tuple[FileVictim, FileVictim, FileVictim]:
