@@ -232,8 +232,8 @@ def diff(before: dict[str, str], after: dict[str, str]) -> list[str]:
 
 
 class Victim:
-    """A database under attack. Subclasses build it; `render` fills a corpus statement's
-    placeholders with this victim's names and paths."""
+    """A database under attack, built by a subclass; `placeholders` are the names and paths
+    a corpus statement is rendered with (corpus.render)."""
 
     engine: str
     tag: str
