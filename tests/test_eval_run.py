@@ -273,3 +273,14 @@ def test_conversations_are_answered_turn_by_turn_with_and_without_context(tmp_pa
     assert alone.requests[1].messages[-1].content.rstrip().endswith("Question: And from the Netherlands?")
     with pytest.raises(ConfigError, match="one after another"):
         EvalRun(items=items, configs=[off], out_dir=tmp_path / "x", llm=alone, workers=2).run()
+
+
+def test_a_sample_keeps_conversations_whole_and_single_questions_as_before() -> None:
+    from groundsql.evaluation.datasets import EvalItem
+
+    singles = [EvalItem(f"q/{i}", "db", "sqlite:///x", f"q{i}", "SELECT 1") for i in range(10)]
+    assert [i.item_id for i in sample(singles, 3, 0)] == [f"q/{i}" for i in sorted(__import__("random").Random(0).sample(range(10), 3))]
+    talks = [EvalItem(f"c/{c}#{t}", "db", "sqlite:///x", "q", "SELECT 1", metadata={"conversation": f"c/{c}", "turn": t})
+             for c in range(6) for t in (1, 2, 3)]
+    picked = sample(talks, 2, 0)
+    assert len(picked) == 6 and len({i.metadata["conversation"] for i in picked}) == 2

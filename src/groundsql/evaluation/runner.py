@@ -40,11 +40,17 @@ _ROWS_KEPT = 20  # rows of each result kept in a record, for the failure browser
 
 
 def sample(items: list[EvalItem], limit: int | None, seed: int) -> list[EvalItem]:
-    """A fixed random sample (same limit and seed, same items), in benchmark order."""
-    if limit is None or limit >= len(items):
+    """A fixed random sample (same limit and seed, same items), in benchmark order. A
+    conversation is one unit: `limit` conversations, each with all its turns."""
+    units: dict[str, list[EvalItem]] = {}
+    for item in items:
+        units.setdefault(str(item.metadata.get("conversation", item.item_id)), []).append(item)
+    if limit is None or limit >= len(units):
         return list(items)
-    chosen = set(random.Random(seed).sample(range(len(items)), limit))
-    return [item for i, item in enumerate(items) if i in chosen]
+    # Drawn by position, as before conversations existed: a benchmark of single questions
+    # gives the same sample for the same limit and seed.
+    chosen = set(random.Random(seed).sample(range(len(units)), limit))
+    return [item for index, group in enumerate(units.values()) if index in chosen for item in group]
 
 
 def bank_from_items(items: Iterable[EvalItem]) -> QueryBank:
