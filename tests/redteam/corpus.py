@@ -21,6 +21,7 @@ reproduce exactly.
 from __future__ import annotations
 
 import base64
+import itertools
 import re
 from dataclasses import dataclass, replace
 from functools import cache
@@ -472,8 +473,9 @@ def _string_forms(engine: str, literal: str) -> list[str]:
 
 
 def _function_attacks(engine: str) -> list[Attack]:
-    """Every call in every position, and under every spelling of its name and of its first
-    string argument (in the plainest position)."""
+    """Every call in every position, under every spelling of its name and of its first string
+    argument (in the plainest position), and with a spelled name in every other position
+    (rotating, so every spelling meets several positions)."""
     attacks: list[Attack] = []
     for call in _CALLS[engine]:
         positions = _positions(engine, call)
@@ -484,6 +486,7 @@ def _function_attacks(engine: str) -> list[Attack]:
         if literal := _LITERAL.search(call.args):
             head, tail = call.args[: literal.start()], call.args[literal.end():]
             variants += [(positions[0], None, head + form + tail) for form in _string_forms(engine, literal.group())]
+        variants += [(position, names[i % len(names)], None) for i, position in enumerate(positions[1:])]
         for i, (position, name, args) in enumerate(variants):
             sql = position.replace(slot, call.render(name, args))
             attacks.append(Attack(sql, "function", call.policy, canonical=i == 0))
@@ -736,15 +739,13 @@ _HIDDEN_WRAPPERS = (
 
 
 def _hidden_attacks(engine: str) -> list[Attack]:
-    """Hidden-column tricks, each with every spelling of the column, and in every wrapper."""
+    """Hidden-column tricks, each with every spelling of the column in every wrapper."""
     templates = [*_HIDDEN_DIRECT, *_ALIAS_TRICKS, *_ALIAS_TRICKS_ENGINE[engine]]
     if engine == "duckdb":
         templates += _PIVOTS
     attacks = []
     for template in templates:
-        variants = [(_HIDDEN_WRAPPERS[0], name) for name in _HIDDEN_NAMES]
-        variants += [(wrapper, _HIDDEN_NAMES[0]) for wrapper in _HIDDEN_WRAPPERS[1:]]
-        for i, (wrapper, name) in enumerate(variants):
+        for i, (name, wrapper) in enumerate(itertools.product(_HIDDEN_NAMES, _HIDDEN_WRAPPERS)):
             sql = wrapper.replace("{q}", template.replace("{h}", name))
             attacks.append(Attack(sql, "hidden-column", HIDDEN, canonical=i == 0))
     for template in (*_HIDDEN_UNNAMED, *_HIDDEN_UNNAMED_ENGINE[engine]):
