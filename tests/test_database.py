@@ -252,3 +252,33 @@ def test_postgres_fetches_only_what_it_returns(postgres_url: str) -> None:
     result = db.execute("SELECT g, repeat('x', 100) FROM generate_series(1, 3000000) g LIMIT 3000000", timeout_s=10)
     assert len(result.rows) == 1000 and result.truncated
     assert time.perf_counter() - start < 5  # a server-side cursor: three million rows never cross
+
+
+@pytest.mark.postgres
+def test_postgres_reconnects_after_its_backend_is_terminated(postgres_url: str, postgres_admin_url: str) -> None:
+    import psycopg
+
+    db = Database(postgres_url, DatabaseConfig(workers=1))
+    assert db.execute("SELECT COUNT(*) FROM city").rows == ((3,),)
+    with psycopg.connect(postgres_admin_url, autocommit=True) as admin:
+        killed = admin.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                               "WHERE application_name = 'groundsql' AND datname = current_database()").fetchone()
+    assert killed[0] >= 1
+    assert db.execute("SELECT COUNT(*) FROM city").rows == ((3,),)
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("grant", ["CREATEDB", "REPLICATION"])
+def test_postgres_refuses_roles_with_cluster_privileges(postgres_admin_url: str, grant: str) -> None:
+    import psycopg
+
+    role = f"groundsql_test_{grant.lower()}"
+    with psycopg.connect(postgres_admin_url, autocommit=True) as admin:
+        admin.execute(f"DROP ROLE IF EXISTS {role}")
+        admin.execute(f"CREATE ROLE {role} LOGIN {grant}")
+    try:
+        with pytest.raises(ConfigError, match="may write"):
+            Database(postgres_admin_url.replace("postgres@", f"{role}@", 1))
+    finally:
+        with psycopg.connect(postgres_admin_url, autocommit=True) as admin:
+            admin.execute(f"DROP ROLE {role}")

@@ -56,8 +56,11 @@ class _Connections:
     def get(self, spec: dict[str, Any]) -> tuple[Any, Any]:
         key = spec["key"]
         if key in self._open:
-            self._open.move_to_end(key)
-            return self._open[key]
+            engine, conn = self._open[key]
+            if engine.usable(conn):
+                self._open.move_to_end(key)
+                return self._open[key]
+            self.close(key)
         from groundsql.db.engines import engine_for
 
         engine = engine_for(spec["backend"])
@@ -96,7 +99,16 @@ def _run(connections: _Connections, request: dict[str, Any]) -> dict[str, Any]:
     timer = threading.Timer(limits.timeout_s, on_timeout)
     timer.start()
     try:
-        columns, rows, truncated = engine.run(conn, request["sql"], limits)
+        try:
+            columns, rows, truncated = engine.run(conn, request["sql"], limits)
+        except Exception:
+            if fired.is_set() or engine.usable(conn):
+                raise
+            # The connection broke (a restarted server, a terminated backend): a read-only
+            # query may safely run once more, on a new one.
+            connections.close(spec["key"])
+            engine, conn = connections.get(spec)
+            columns, rows, truncated = engine.run(conn, request["sql"], limits)
         return {"ok": True, "columns": columns, "rows": rows, "truncated": truncated}
     except MemoryError:
         connections.close(spec["key"])
@@ -110,16 +122,11 @@ def _run(connections: _Connections, request: dict[str, Any]) -> dict[str, Any]:
         if "out of memory" in message.lower() or "Allocation failure" in message:
             connections.close(spec["key"])
             return {"ok": False, "kind": "memory", "message": message}
-        if _connection_lost(err):
+        if not engine.usable(conn):
             connections.close(spec["key"])
         return {"ok": False, "kind": "database", "message": message}
     finally:
         timer.cancel()
-
-
-def _connection_lost(err: Exception) -> bool:
-    # A PostgreSQL connection the server closed must be opened afresh next time.
-    return type(err).__name__ in {"OperationalError", "InterfaceError"} and "closed" in str(err).lower()
 
 
 def _first_line(err: Exception) -> str:

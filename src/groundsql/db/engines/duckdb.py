@@ -46,6 +46,9 @@ class DuckDBEngine:
         rows, truncated = fetch_bounded(result.fetchmany, limits)
         return columns, rows, truncated
 
+    def usable(self, conn: Any) -> bool:
+        return True  # a file: nothing to lose between queries
+
     def interrupt(self, conn: Any) -> None:
         conn.interrupt()
 

@@ -25,6 +25,10 @@ PRIVILEGE_SQL = """
 SELECT 'it is a superuser' WHERE (SELECT rolsuper FROM pg_roles WHERE rolname = current_user)
 UNION ALL SELECT 'it may create roles' WHERE (SELECT rolcreaterole FROM pg_roles WHERE rolname = current_user)
 UNION ALL SELECT 'it may bypass row-level security' WHERE (SELECT rolbypassrls FROM pg_roles WHERE rolname = current_user)
+UNION ALL SELECT 'it may create databases' WHERE (SELECT rolcreatedb FROM pg_roles WHERE rolname = current_user)
+UNION ALL SELECT 'it may replicate (and stream every row, whatever the grants)'
+  WHERE (SELECT rolreplication FROM pg_roles WHERE rolname = current_user)
+UNION ALL SELECT 'it may create schemas in this database' WHERE has_database_privilege(current_database(), 'CREATE')
 UNION ALL SELECT 'it is a member of ' || r.rolname FROM pg_roles r
   WHERE r.rolname IN ('pg_write_all_data', 'pg_write_server_files', 'pg_execute_server_program',
                       'pg_read_server_files', 'pg_signal_backend')
@@ -106,6 +110,10 @@ class PostgresEngine:
                 conn.execute("DISCARD ALL")
             finally:
                 conn.autocommit = False
+
+    def usable(self, session: _Session) -> bool:
+        # A backend that was terminated, or a server that restarted, leaves a broken connection.
+        return not (session.conn.closed or session.conn.broken)
 
     def interrupt(self, session: _Session) -> None:
         session.conn.cancel_safe(timeout=5.0)

@@ -67,6 +67,9 @@ class SQLiteEngine:
         finally:
             conn.rollback()
 
+    def usable(self, conn: Any) -> bool:
+        return True  # a file: nothing to lose between queries
+
     def interrupt(self, conn: sqlite3.Connection) -> None:
         conn.interrupt()
 
