@@ -84,9 +84,9 @@ def test_unparseable_sql_gives_the_error_alone(concert_singer: Path) -> None:
 
 def test_reflection_turn_carries_the_feedback(concert_singer: Path) -> None:
     import groundsql
-    from tests.test_strategies import Recording
+    from tests.test_llm import Scripted
 
-    llm = Recording("SELECT T2.Name FROM concert AS T1 JOIN singer_in_concert AS T2 ON 1", "SELECT 1")
+    llm = Scripted("SELECT T2.Name FROM concert AS T1 JOIN singer_in_concert AS T2 ON 1", "SELECT 1")
     with groundsql.connect(concert_singer, llm=llm) as session:
         session.ask("Which singers sang in a concert?")
     first, second = llm.requests

@@ -9,7 +9,6 @@ import pytest
 import groundsql
 from groundsql.config import GenerationConfig, SelfConsistencyConfig, Settings
 from groundsql.errors import ConfigError
-from groundsql.llm.base import ChatRequest, Completion
 from groundsql.retrieval import Example, QueryBank
 from tests.test_llm import Scripted
 
@@ -22,20 +21,8 @@ BANK = QueryBank(
 )
 
 
-class Recording(Scripted):
-    """A scripted model that also keeps the requests it saw."""
-
-    def __init__(self, *answers: str) -> None:
-        super().__init__(*answers)
-        self.requests: list[ChatRequest] = []
-
-    def _complete(self, request: ChatRequest) -> Completion:
-        self.requests.append(request)
-        return super()._complete(request)
-
-
 def test_few_shot_puts_retrieved_examples_after_the_schema(concert_singer: Path) -> None:
-    llm = Recording("SELECT COUNT(*) FROM singer")
+    llm = Scripted("SELECT COUNT(*) FROM singer")
     with groundsql.connect(concert_singer, llm=llm, bank=BANK) as session:
         answer = session.ask("How many singers do we have?", strategy="few-shot")
     assert answer.ok and answer.rows == ((6,),)
@@ -59,7 +46,7 @@ def test_bank_excludes_own_database() -> None:
 
 def test_self_consistency_votes_by_result(concert_singer: Path) -> None:
     # Five samples: two equivalent queries (6 singers), one other result, one failure, no SQL.
-    llm = Recording(
+    llm = Scripted(
         "SELECT COUNT(*) FROM stadium",
         "SELECT COUNT(*) FROM singer",
         "SELECT nope FROM singer",
@@ -78,7 +65,7 @@ def test_self_consistency_votes_by_result(concert_singer: Path) -> None:
 
 
 def test_self_consistency_tie_goes_to_greedy(concert_singer: Path) -> None:
-    llm = Recording("SELECT COUNT(*) FROM stadium", "SELECT COUNT(*) FROM singer")
+    llm = Scripted("SELECT COUNT(*) FROM stadium", "SELECT COUNT(*) FROM singer")
     settings = Settings(self_consistency=SelfConsistencyConfig(k=2))
     with groundsql.connect(concert_singer, llm=llm, settings=settings) as session:
         answer = session.ask("?", strategy="self-consistency")
@@ -111,14 +98,14 @@ def test_bank_file_round_trip_and_errors(tmp_path: Path) -> None:
 
 def test_a_misqualified_column_is_repaired_without_a_model_call(concert_singer: Path) -> None:
     written = "SELECT T2.Name FROM singer AS T1 JOIN singer_in_concert AS T2 ON T1.Singer_ID = T2.Singer_ID"
-    with groundsql.connect(concert_singer, llm=Recording(written)) as session:
+    with groundsql.connect(concert_singer, llm=Scripted(written)) as session:
         answer = session.ask("Which singers gave concerts?", strategy="zero-shot")
     assert answer.ok and len(answer.calls) == 1
     assert "T1.Name" in (answer.sql or "")
     executed = next(s for s in answer.steps if s.name == "validate+execute")
     assert executed.detail["repaired"] == [written]  # the trace keeps the query as written
     # Switched off, the model is told the error and asked again (the reflection retry).
-    llm = Recording(written, "SELECT T1.Name FROM singer AS T1")
+    llm = Scripted(written, "SELECT T1.Name FROM singer AS T1")
     settings = Settings(generation=GenerationConfig(repair=False))
     with groundsql.connect(concert_singer, llm=llm, settings=settings) as session:
         answer = session.ask("Which singers gave concerts?", strategy="zero-shot")
@@ -127,7 +114,7 @@ def test_a_misqualified_column_is_repaired_without_a_model_call(concert_singer: 
 
 
 def test_self_consistency_votes_with_repaired_samples(concert_singer: Path) -> None:
-    llm = Recording("SELECT T2.Name FROM singer AS T1 JOIN singer_in_concert AS T2 ON T1.Singer_ID = T2.Singer_ID",
+    llm = Scripted("SELECT T2.Name FROM singer AS T1 JOIN singer_in_concert AS T2 ON T1.Singer_ID = T2.Singer_ID",
                     "SELECT COUNT(*) FROM stadium",
                     "SELECT singer.Name FROM singer JOIN singer_in_concert USING (Singer_ID)")
     settings = Settings(self_consistency=SelfConsistencyConfig(k=3))
