@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import shutil
-import statistics
 import tempfile
 import time
 from collections import Counter
