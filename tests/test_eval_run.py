@@ -271,6 +271,14 @@ def test_conversations_are_answered_turn_by_turn_with_and_without_context(tmp_pa
     EvalRun(items=items, configs=[off], out_dir=tmp_path / "off", llm=alone).run()
     assert [r["ex"] for r in load_records(tmp_path / "off" / "results.jsonl")] == [True, False]
     assert alone.requests[1].messages[-1].content.rstrip().endswith("Question: And from the Netherlands?")
+    gold = Scripted("SELECT COUNT(*) FROM singer WHERE Country = 'Germany'",  # turn 1 wrong ...
+                    "How many singers are from the Netherlands?",
+                    "SELECT COUNT(*) FROM singer WHERE Country = 'Netherlands'")
+    EvalRun(items=items, configs=[parse_config("zero-shot:conversation.gold_history=true", EVAL)],
+            out_dir=tmp_path / "gold", llm=gold).run()
+    # ... but turn 2 is asked after turn 1's gold query, not after the wrong answer.
+    assert "WHERE Country = 'France'" in gold.requests[1].messages[-1].content
+    assert [r["ex"] for r in load_records(tmp_path / "gold" / "results.jsonl")] == [False, True]
     with pytest.raises(ConfigError, match="one after another"):
         EvalRun(items=items, configs=[off], out_dir=tmp_path / "x", llm=alone, workers=2).run()
 

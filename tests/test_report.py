@@ -167,3 +167,25 @@ def test_html_escapes_record_text(tmp_path: Path, records):
     assert page.count("<script>") == 1  # only the report's own filter script
     markdown = (tmp_path / "report.md").read_text(encoding="utf-8")
     assert INJECTION not in markdown  # category names reach the Markdown tables too
+
+
+def test_where_the_time_goes() -> None:
+    """Computed prompt tokens (not the prefix cache's), generated tokens and model seconds per
+    question and per stage; answers from the disk cache cost nothing."""
+    def call(prompt: int, cached: int, generated: int, seconds: float, from_cache: bool = False) -> dict:
+        return {"prompt_tokens": prompt, "cached_prompt_tokens": cached, "completion_tokens": generated,
+                "latency_s": seconds, "from_cache": from_cache}
+
+    first = _record("zero-shot", "a", "easy", latency_s=12.0, trace=[
+        {"step": "schema", "elapsed_s": 0.5},
+        {"step": "generate", "elapsed_s": 10.0, "calls": [call(2000, 0, 30, 10.0)]},
+        {"step": "validate+execute", "elapsed_s": 1.5}])
+    second = _record("zero-shot", "b", "easy", latency_s=4.0, trace=[
+        {"step": "generate", "elapsed_s": 3.0, "calls": [call(2100, 2000, 40, 3.0)]},
+        {"step": "reflect", "elapsed_s": 1.0, "calls": [call(2200, 2100, 20, 1.0, from_cache=True)]}])
+    cost = summarize([first, second])["configs"]["zero-shot"]["cost"]
+    assert cost["computed_prompt_tokens_per_q"] == (2000 + 100) / 2
+    assert cost["generated_tokens_per_q"] == (30 + 40) / 2
+    assert (cost["model_s_per_q"], cost["other_s_per_q"]) == ((10 + 3) / 2, (16 - 13) / 2)
+    assert cost["stages"]["generate"] == {"seconds": 6.5, "computed": 1050.0, "generated": 35.0, "calls": 1.0}
+    assert cost["stages"]["reflect"]["computed"] == 0 and cost["stages"]["reflect"]["calls"] == 0.5

@@ -227,6 +227,9 @@ class ConversationConfig(_Frozen):
 
     enabled: bool = True
     turns: int = Field(3, ge=1, le=20)  # the earlier turns a follow-up is read against
+    # Evaluation only: the earlier turns as their gold queries, not as the strategy answered
+    # them, to measure following up apart from the errors of earlier turns.
+    gold_history: bool = False
 
 
 class Settings(_Frozen):

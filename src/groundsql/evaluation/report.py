@@ -176,7 +176,46 @@ def _config_metrics(records: list[dict[str, Any]], categories: list[str]) -> dic
         "prompt_tokens_per_q": _mean(prompt, 1),
         "completion_tokens_per_q": _mean(completion, 1),
         "tokens_per_q": _mean(total_tokens, 1),
+        "cost": _cost(scored),
         "categories": by_category,
+    }
+
+
+def _calls(record: dict[str, Any]) -> Iterable[tuple[str, dict[str, Any]]]:
+    """(stage, call) for every model call of a record's trace."""
+    for step in record.get("trace") or ():
+        for call in step.get("calls") or ():
+            yield step.get("step", "?"), call
+
+
+def _cost(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Where the time and the tokens go, per question: prompt tokens the model computed (not
+    served from its prefix cache), tokens it generated, seconds in the model and seconds in
+    everything else; and the same per stage. Machine-independent counts beside wall time, so a
+    change is judged on both. Calls answered from the disk cache cost no model time."""
+    n = len(records) or 1
+    stages: dict[str, dict[str, float]] = {}
+    model_s: list[float] = []
+    for record in records:
+        spent = 0.0
+        for step in record.get("trace") or ():
+            stage = stages.setdefault(step.get("step", "?"), {"seconds": 0.0, "computed": 0.0, "generated": 0.0,
+                                                             "calls": 0.0})
+            stage["seconds"] += step.get("elapsed_s") or 0.0
+        for name, call in _calls(record):
+            stage = stages[name]
+            live = not call.get("from_cache")
+            stage["calls"] += 1
+            stage["computed"] += ((call.get("prompt_tokens") or 0) - (call.get("cached_prompt_tokens") or 0)) * live
+            stage["generated"] += (call.get("completion_tokens") or 0) * live
+            spent += (call.get("latency_s") or 0.0) * live
+        model_s.append(spent)
+    return {
+        "computed_prompt_tokens_per_q": round(sum(s["computed"] for s in stages.values()) / n, 1),
+        "generated_tokens_per_q": round(sum(s["generated"] for s in stages.values()) / n, 1),
+        "model_s_per_q": round(sum(model_s) / n, 3),
+        "other_s_per_q": round(max(sum(_numbers(records, "latency_s")) - sum(model_s), 0.0) / n, 3),
+        "stages": {name: {key: round(value / n, 3) for key, value in stage.items()} for name, stage in stages.items()},
     }
 
 
@@ -261,6 +300,22 @@ def main_table(summary: dict[str, Any]) -> Table:
     return header, rows
 
 
+def cost_table(summary: dict[str, Any]) -> Table:
+    """Per configuration and stage: seconds, model calls, computed prompt and generated tokens
+    per question; each configuration's total row first."""
+    header = ["config", "stage", "s/q", "model s/q", "calls/q", "computed prompt tok/q", "gen tok/q"]
+    rows = []
+    for label, m in summary["configs"].items():
+        cost = m["cost"]
+        rows.append([label, "all", _fmt(m["latency_mean_s"], 2), _fmt(cost["model_s_per_q"], 2),
+                     _fmt(m["calls_per_q"], 2), _fmt(cost["computed_prompt_tokens_per_q"], 0),
+                     _fmt(cost["generated_tokens_per_q"], 0)])
+        for stage, numbers in cost["stages"].items():
+            rows.append(["", stage, _fmt(numbers["seconds"], 2), _DASH, _fmt(numbers["calls"], 2),
+                         _fmt(numbers["computed"], 0), _fmt(numbers["generated"], 0)])
+    return header, rows
+
+
 def category_table(summary: dict[str, Any], metric: str) -> Table:
     """Rows = categories (then `all`), columns = configurations; cells are `% (n)`."""
     labels = list(summary["configs"])
@@ -338,6 +393,11 @@ def render_markdown(summary: dict[str, Any], title: str, meta: dict[str, Any]) -
         "Percentages are of scored items (gold failures excluded); filter-value accuracy is over "
         f"the items with filter values to check (their count in brackets). Latency percentiles: "
         f"{PERCENTILE_METHOD}." + (_POOL_NOTE if _any_pool(summary) else ""),
+        "## Where the time goes (per question)",
+        _md_table(cost_table(summary)),
+        "Computed prompt tokens are those the model processed (not served from its prefix cache); "
+        "model seconds exclude answers from the disk cache; the rest of a question's time is "
+        "grounding, validation, execution and waiting.",
         "## Execution accuracy by category (% (n))",
         _md_table(category_table(summary, "ex")),
         "## Semantic accuracy by category (% (n))",
@@ -624,6 +684,7 @@ def render_html(summary: dict[str, Any], records: list[dict[str, Any]], title: s
         f"brackets); latency percentiles: {PERCENTILE_METHOD}.</p>",
         "<h2>Results</h2>", _html_table(main_table(summary)),
         "<h2>Plots</h2>", plot_html,
+        "<h2>Where the time goes, per question</h2>", _html_table(cost_table(summary)),
         "<h2>Execution accuracy by category, % (n)</h2>",
         _html_table(category_table(summary, "ex")),
         "<h2>Semantic accuracy by category, % (n)</h2>",

@@ -248,6 +248,8 @@ class EvalRun:
         conversation, turn = item.metadata.get("conversation"), item.metadata.get("turn", 1)
         if not conversation or turn <= 1:
             return []
+        if config.settings.conversation.gold_history:
+            return self._gold_history(config, item)
         with self._lock:
             if self._turns is None:
                 self._turns = {(r["config"], r["item_id"]): r for r in load_records(self.results_path)}
@@ -261,6 +263,18 @@ class EvalRun:
             history.append(Turn(record["question"], standalone or record["question"],
                                 record["pred_sql"] if ok else None, tuple(record.get("pred_columns") or ()),
                                 record.get("pred_row_count") or 0))
+        return history
+
+    def _gold_history(self, config: EvalConfig, item: EvalItem) -> list[Turn]:
+        """The earlier turns as asked, each answered by its gold query and result."""
+        earlier = [i for i in self.items if i.metadata.get("conversation") == item.metadata["conversation"]
+                   and i.metadata.get("turn", 1) < item.metadata["turn"]]
+        history = []
+        for previous in sorted(earlier, key=lambda i: i.metadata["turn"]):
+            gold = self._gold_result(self._database(previous.db_url, config.settings), previous)
+            if isinstance(gold, str):
+                break
+            history.append(Turn(previous.question, previous.question, previous.gold_sql, gold.columns, len(gold.rows)))
         return history
 
     def _context(self, config: EvalConfig, item: EvalItem, db: Database) -> Context:
