@@ -1,6 +1,7 @@
 """The HTTP API (FastAPI): `/v1/ask`, `/v1/sql`, `/v1/databases`, `/v1/feedback`,
 `/v1/conversations/{id}`, `/healthz`, `/metrics`; the OpenAPI schema at `/docs`; the MCP server
-(mcp.py) over streamable HTTP at `/mcp`, under the same keys.
+(mcp.py) over streamable HTTP at `/mcp`, under the same keys; the web page (static/) at `/`, a
+client of these endpoints like any other.
 
 Every error is JSON `{"error": {"code", "message"}}` with one sentence a person can act on,
 never a traceback. A question runs in a worker thread under the service's concurrency limit
@@ -14,22 +15,26 @@ import asyncio
 import json
 import logging
 import time
+from pathlib import Path
 from typing import Annotated, Any, AsyncIterator, Literal
 
 from fastapi import Depends, FastAPI, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
+from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from groundsql.errors import DatabaseError, GroundsqlError, UnsafeSQLError
+from groundsql.errors import ConfigError, DatabaseError, GroundsqlError, UnsafeSQLError
+from groundsql.packs.model import DomainPack, ReferenceTable
+from groundsql.schema.model import Table
 from groundsql.server.mcp import mcp_http_app
 from groundsql.server.metrics import Metrics
-from groundsql.server.service import Asked, Busy, Service, ServiceError, Unauthorized
+from groundsql.server.service import Asked, Busy, Served, Service, ServiceError, Unauthorized
 from groundsql.server.state import ApiKey
 from groundsql.server.views import AnswerView, json_rows
 from groundsql.strategies import Step
 from groundsql.strategies.answer import json_value
+from groundsql.strategies.grounded import _pack as pack_of_context
 
 log = logging.getLogger("groundsql")
 
@@ -94,6 +99,48 @@ class SchemaResponse(BaseModel):
     schema_text: str = Field(alias="schema")
 
     model_config = ConfigDict(populate_by_name=True)
+
+
+class ColumnInfo(BaseModel):
+    name: str
+    type: str
+    nullable: bool
+    primary_key: bool
+    description: str
+    examples: list[Any] = Field(description="A few distinct values (when the schema shows examples).")
+
+
+class ForeignKeyInfo(BaseModel):
+    columns: list[str]
+    ref_table: str
+    ref_columns: list[str]
+
+
+class TableInfo(BaseModel):
+    name: str
+    description: str
+    row_count: int | None
+    columns: list[ColumnInfo]
+    foreign_keys: list[ForeignKeyInfo]
+
+
+class ReferenceInfo(BaseModel):
+    table: str
+    key: str
+    label: str
+    description: str
+    columns: list[str]
+    rows: list[list[Any]] | None = Field(description="None when the validator does not let them be read.")
+    truncated: bool
+
+
+class TablesResponse(BaseModel):
+    database: str
+    dialect: str
+    pack: str | None = Field(description="The domain pack's name; None when the database has none.")
+    description: str
+    tables: list[TableInfo]
+    references: list[ReferenceInfo] = Field(description="The pack's reference tables, with their rows.")
 
 
 class FeedbackRequest(_Strict):
@@ -234,6 +281,12 @@ def create_app(service: Service) -> FastAPI:
         """The schema as the model sees it (M-Schema or DDL)."""
         return SchemaResponse(database=name, format=format, schema=service.schema(key, name, format))
 
+    @app.get("/v1/databases/{name}/tables", response_model=TablesResponse)
+    def tables(name: str, key: Caller) -> TablesResponse:
+        """The schema as data: tables, columns, keys and row counts, with the domain pack's
+        descriptions and its reference tables' rows (what the web page's schema browser shows)."""
+        return _tables_response(service.database(key, name))
+
     @app.post("/v1/feedback", response_model=FeedbackResponse)
     def give_feedback(body: FeedbackRequest, key: Caller) -> FeedbackResponse:
         """Mark an answer right (it becomes a solved example) or wrong, with an optional
@@ -251,6 +304,8 @@ def create_app(service: Service) -> FastAPI:
             turns=[TurnView(answer_id=t["id"], question=t["question"], standalone_question=t["standalone"],
                             sql=t["sql"], columns=json.loads(t["columns"]), row_count=t["row_count"],
                             error=t["error"], created_at=t["created_at"].isoformat()) for t in found["turns"]])
+
+    _add_page(app)
 
     @app.get("/healthz")
     def healthz() -> dict[str, Any]:
@@ -281,6 +336,12 @@ def _event(name: str, data: Any) -> bytes:
     return f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode("utf-8")
 
 
+def _step_event(step: Step) -> bytes:
+    # Its details too (the SQL tried, its rows or error): the page shows each attempt from them.
+    return _event("step", {"stage": step.name, "seconds": round(step.elapsed_s, 4),
+                           **{k: json_value(v) for k, v in step.detail.items()}})
+
+
 async def _stream(work: asyncio.Future[Asked], events: asyncio.Queue[Step], deadline_s: float,
                   metrics: Metrics) -> AsyncIterator[bytes]:
     end = time.monotonic() + deadline_s
@@ -289,17 +350,14 @@ async def _stream(work: asyncio.Future[Asked], events: asyncio.Queue[Step], dead
         done, _ = await asyncio.wait({getter, work}, timeout=max(0.0, end - time.monotonic()),
                                      return_when=asyncio.FIRST_COMPLETED)
         if getter in done:
-            step = getter.result()
-            yield _event("step", {"stage": step.name, "seconds": round(step.elapsed_s, 4),
-                                  **{k: json_value(v) for k, v in step.detail.items()}})
+            yield _step_event(getter.result())
             continue
         getter.cancel()
         if work not in done:
             yield _event("error", {"code": "deadline", "message": _DeadlinePassed.sentence(deadline_s)})
             return
         while not events.empty():  # steps that finished just before the answer
-            step = events.get_nowait()
-            yield _event("step", {"stage": step.name, "seconds": round(step.elapsed_s, 4)})
+            yield _step_event(events.get_nowait())
         try:
             asked = work.result()
         except GroundsqlError as err:
@@ -314,6 +372,97 @@ async def _stream(work: asyncio.Future[Asked], events: asyncio.Queue[Step], dead
         metrics.observe_answer(asked.answer)
         yield _event("answer", _ask_response(asked).model_dump(mode="json"))
         return
+
+
+# -- the schema as data ----------------------------------------------------------------------------
+
+_REFERENCE_ROWS = 500  # a reference table is a list of concepts; a longer one is cut, and says so
+
+
+def _tables_response(served: Served) -> TablesResponse:
+    session = served.session
+    pack = _pack_of(served)
+    with_examples = session.settings.generation.with_examples
+    return TablesResponse(
+        database=served.name, dialect=session.db.dialect, pack=pack.name if pack else None,
+        description=_said(pack.description) if pack else "",
+        tables=[_table_info(t, pack, with_examples) for t in session.db.introspect().tables],
+        references=[_reference_info(served, ref) for ref in pack.references] if pack else [])
+
+
+def _pack_of(served: Served) -> DomainPack | None:
+    # The grounded strategy's own rule for which pack a database has (configured, or the demo's).
+    try:
+        return pack_of_context(served.session.context)
+    except ConfigError:  # no pack: a database served with another strategy
+        return None
+
+
+def _said(text: str) -> str:
+    """A description, or nothing for a drafted one (`groundsql init` writes TODO placeholders)."""
+    return "" if text.upper().startswith("TODO") else text
+
+
+def _table_info(table: Table, pack: DomainPack | None, with_examples: bool) -> TableInfo:
+    doc = pack.table_doc(table.name) if pack else None
+    notes = {k.lower(): v for k, v in doc.columns.items()} if doc else {}
+    return TableInfo(
+        name=table.name, description=_said(doc.description if doc and doc.description else table.description),
+        row_count=table.row_count,
+        columns=[ColumnInfo(name=c.name, type=c.type, nullable=c.nullable, primary_key=c.primary_key,
+                            description=_said(notes.get(c.name.lower(), c.description)),
+                            examples=[json_value(v) for v in c.examples] if with_examples else [])
+                 for c in table.columns],
+        foreign_keys=[ForeignKeyInfo(columns=list(fk.columns), ref_table=fk.ref_table, ref_columns=list(fk.ref_columns))
+                      for fk in table.foreign_keys])
+
+
+def _reference_info(served: Served, ref: ReferenceTable) -> ReferenceInfo:
+    db = served.session.db
+    columns = [ref.key, ref.label, *ref.extra]
+    sql = (f"SELECT {', '.join(db.quote(c) for c in columns)} FROM {db.quote(ref.table)} "
+           f"ORDER BY {db.quote(ref.key)} LIMIT {_REFERENCE_ROWS + 1}")
+    try:  # through the validator, so a table or column allow-list keeps its rows back here too
+        rows = json_rows(served.session.run_sql(sql).rows)
+    except (UnsafeSQLError, DatabaseError):
+        rows = None
+    return ReferenceInfo(table=ref.table, key=ref.key, label=ref.label, description=_said(ref.description),
+                         columns=columns, rows=rows[:_REFERENCE_ROWS] if rows is not None else None,
+                         truncated=rows is not None and len(rows) > _REFERENCE_ROWS)
+
+
+# -- the web page -------------------------------------------------------------------------------------
+
+_STATIC = Path(__file__).parent / "static"
+_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
+          ".css": "text/css; charset=utf-8", ".svg": "image/svg+xml"}
+# Everything the page loads is its own (no CDN, no inline script or style); it may call only this
+# server, and no other site may frame it. Trusted Types: in browsers that have them, a string put
+# into innerHTML or another markup sink throws, so hostile values can only ever be text.
+_PAGE_HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+                               "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'; "
+                               "require-trusted-types-for 'script'; trusted-types 'none'",
+    "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer", "Cache-Control": "no-cache"}
+
+
+def _add_page(app: FastAPI) -> None:
+    """The page at `/` and its assets at `/static/NAME`, outside auth: the page asks for the
+    key, and every API call it makes carries it. Assets are served by name from a list made
+    at start, so no part of a request's path reaches the file system."""
+    assets = {p.name: p for p in _STATIC.iterdir() if p.suffix in _TYPES and p.name != "index.html"}
+
+    # HEAD too: link checkers and `curl -I` ask for the headers alone.
+    @app.api_route("/", methods=["GET", "HEAD"], include_in_schema=False)
+    def page() -> FileResponse:
+        return FileResponse(_STATIC / "index.html", media_type=_TYPES[".html"], headers=_PAGE_HEADERS)
+
+    @app.api_route("/static/{name}", methods=["GET", "HEAD"], include_in_schema=False)
+    def asset(name: str) -> FileResponse:
+        path = assets.get(name)
+        if path is None:
+            raise StarletteHTTPException(404)
+        return FileResponse(path, media_type=_TYPES[path.suffix], headers=_PAGE_HEADERS)
 
 
 # -- errors -------------------------------------------------------------------------------------------
