@@ -3,14 +3,16 @@
     .venv/bin/python -m tests.latency [--strategy zero-shot] [--model qwen2.5-coder-1.5b]
 
 Two different questions on the demo database, no answer cache anywhere: each once with
-`groundsql ask` in a new process (which loads the model and computes the schema prompt every
-time), then both through one `groundsql serve` (the model loaded once at start, the schema's
-prompt prefix kept warm after the first question). Wall times, as a client sees them.
+`groundsql ask` in a new process, the first after emptying the saved prompt states (so it
+computes the schema prompt, as on a database never asked before) and the second loading the
+state the first left; then both through one `groundsql serve` (the model loaded once at start,
+the schema's prompt state loaded or kept warm). Wall times, as a client sees them.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -19,6 +21,7 @@ from pathlib import Path
 
 import httpx
 
+from groundsql.config import data_home
 from tests.server_harness import server_process
 
 QUESTIONS = ("How many companies are headquartered in Germany?",
@@ -39,8 +42,9 @@ def main() -> None:
     parser.add_argument("--strategy", default="zero-shot")
     parser.add_argument("--model", default="qwen2.5-coder-1.5b")
     args = parser.parse_args()
-    rows = [(f"`groundsql ask`, new process: question {n}", cli_seconds(q, args.strategy, args.model))
-            for n, q in enumerate(QUESTIONS, 1)]
+    shutil.rmtree(data_home() / "prompt-states", ignore_errors=True)
+    rows = [(f"`groundsql ask`, new process: question {n}" + (", no saved prompt state" if n == 1 else ""),
+             cli_seconds(q, args.strategy, args.model)) for n, q in enumerate(QUESTIONS, 1)]
     folder = Path(tempfile.mkdtemp())
     config = {"state_url": f"sqlite:///{folder / 'state.sqlite'}", "auth": False,
               "llm": {"model": args.model, "cache": False}, "databases": {"demo": {"strategy": args.strategy}}}

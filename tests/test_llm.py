@@ -75,6 +75,28 @@ def test_disk_cache_is_keyed_by_the_full_request(tmp_path: Path) -> None:
     assert cached.complete(REQUEST).text == "SELECT 3"
 
 
+def test_independent_requests_are_answered_each_in_its_place(tmp_path: Path) -> None:
+    hot = [REQUEST.model_copy(update={"temperature": 0.8, "seed": i}) for i in range(3)]
+    inner = Scripted("SELECT 1", LLMError("bad API key", retryable=False), "SELECT 3", retries=0)
+    answers = inner.complete_all(hot)
+    assert [getattr(a, "text", None) for a in answers] == ["SELECT 1", None, "SELECT 3"]
+    assert isinstance(answers[1], LLMError)  # one failure does not lose the others
+
+    # Through the cache: stored answers are served, only the misses reach the model, together.
+    batches: list[int] = []
+
+    class Counting(Scripted):
+        def complete_all(self, requests):
+            batches.append(len(requests))
+            return super().complete_all(requests)
+
+    cached = CachedLLM(Counting("SELECT 1", "SELECT 2", "SELECT 3", "SELECT 4"), ResponseStore(tmp_path))
+    cached.complete(hot[1])
+    answers = cached.complete_all(hot)
+    assert [a.text for a in answers] == ["SELECT 2", "SELECT 1", "SELECT 3"]
+    assert [a.from_cache for a in answers] == [False, True, False] and batches == [2]
+
+
 def test_replay_refuses_unknown_requests_and_records_on_demand(tmp_path: Path) -> None:
     store = ResponseStore(tmp_path)
     with pytest.raises(LLMError, match="no recording"):
@@ -261,3 +283,19 @@ def test_local_model_answers_with_prefix_cache() -> None:
     assert "select" in first.text.lower() and "singer" in first.text.lower()
     assert first.prompt_tokens > 50 and first.completion_tokens > 0 and first.latency_s > 0
     assert second.cached_prompt_tokens > 50  # the shared system prompt was reused
+
+
+@pytest.mark.model
+def test_local_model_decodes_independent_samples_from_one_prefix(tmp_path: Path) -> None:
+    pytest.importorskip("xllamacpp")
+    from groundsql.llm.llamacpp import LlamaCppLLM
+
+    llm = LlamaCppLLM("qwen2.5-coder-0.5b", n_ctx=2048, parallel=3)
+    greedy = chat("You write SQLite SQL. Table singer(singer_id, name, country, age). " * 5,
+                  "How many singers are there? Answer with SQL only.", max_tokens=32)
+    samples = [greedy] + [greedy.model_copy(update={"temperature": 0.8, "seed": i}) for i in range(4)]
+    answers = llm.complete_all(samples)
+    assert all(isinstance(a, Completion) and "select" in a.text.lower() for a in answers)
+    # The first computed the shared prompt; every other slot started from a copy of it.
+    assert answers[0].prompt_tokens > 50
+    assert all(a.cached_prompt_tokens > 50 for a in answers[1:])

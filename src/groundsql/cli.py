@@ -165,7 +165,7 @@ def schema(
     from groundsql.schema import render_schema
 
     with connect(db, settings=_settings(allow_privileged_role=allow_privileged_role)) as session:
-        print(render_schema(session.db.introspect(), fmt, with_examples=examples))
+        print(render_schema(session.context.schema, fmt, with_examples=examples))
 
 
 @app.command()
@@ -416,7 +416,7 @@ def serve(
     if settings.auth:
         _note_missing_keys(settings)
     err.print(f"groundsql: serving {', '.join(settings.databases)} on http://{settings.host}:{settings.port} "
-              f"(API docs at /docs)", markup=False, highlight=False)
+              f"(the web page at /, API docs at /docs)", markup=False, highlight=False)
     run(settings)
 
 

@@ -48,6 +48,14 @@ class LLMConfig(_Frozen):
     seed: int = 42
     cache: bool = True  # answers cached on disk, keyed by the full request
     cache_dir: Path | None = None  # default: <data home>/llm-cache
+    # The local backend saves the model's state after a new shared prompt prefix (instructions
+    # and schema) and loads it in later processes instead of computing it again (llm/kvstore.py).
+    # Sequences the local backend decodes at once (independent samples and candidates); each
+    # slot holds its own n_ctx of model state in memory.
+    parallel: int = Field(4, ge=1, le=16)
+    prefix_cache: bool = True
+    prefix_cache_dir: Path | None = None  # default: <data home>/prompt-states
+    prefix_cache_mb: int = Field(2048, ge=0)  # least recently used states are deleted beyond it
     replay_dir: Path | None = None  # replay backend: where recordings live
     record: bool = False  # replay backend: call `record_from` on a miss and store the answer
 

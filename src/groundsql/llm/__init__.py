@@ -40,12 +40,20 @@ def _live_backend(config: LLMConfig) -> LLM:
         )
     from groundsql.llm.llamacpp import LlamaCppLLM
 
+    from groundsql.llm.kvstore import PrefixStore
+
+    states = None
+    if config.prefix_cache and config.prefix_cache_mb > 0:
+        states = PrefixStore(config.prefix_cache_dir or data_home() / "prompt-states",
+                             config.prefix_cache_mb * 2**20)
     return LlamaCppLLM(
         config.model,
         n_ctx=config.n_ctx,
         n_threads=config.n_threads,
         timeout_s=config.timeout_s,
         retries=config.retries,
+        parallel=config.parallel,
+        prefix_store=states,
     )
 
 

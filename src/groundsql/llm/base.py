@@ -11,7 +11,7 @@ import hashlib
 import json
 import time
 from abc import ABC, abstractmethod
-from typing import Any, Literal
+from typing import Any, Literal, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -104,6 +104,18 @@ class LLM(ABC):
             last_error = LLMError(f"{self.model_id} returned an empty answer")
         attempts = self.retries + 1
         raise LLMError(f"{last_error} (gave up after {attempts} attempt{'s' * (attempts > 1)})")
+
+    def complete_all(self, requests: Sequence[ChatRequest]) -> list[Completion | LLMError]:
+        """Answer independent requests (samples, candidates), each failure in its place rather
+        than raised, so one bad sample does not lose the others. One after another here; a
+        backend that decodes several sequences at once overrides it."""
+        answers: list[Completion | LLMError] = []
+        for request in requests:
+            try:
+                answers.append(self.complete(request))
+            except LLMError as err:
+                answers.append(err)
+        return answers
 
     def close(self) -> None:
         """Release the backend's resources (model memory, connections)."""

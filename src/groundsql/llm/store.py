@@ -12,6 +12,7 @@ import os
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable, Sequence
 
 from groundsql.errors import LLMError
 from groundsql.llm.base import LLM, ChatRequest, Completion
@@ -70,6 +71,9 @@ class CachedLLM(LLM):
         self.store.put(key, request, completion)
         return completion
 
+    def complete_all(self, requests: Sequence[ChatRequest]) -> list[Completion | LLMError]:
+        return _hits_then_misses(self.store, self.model_id, requests, self.inner.complete_all)
+
     def close(self) -> None:
         self.inner.close()
 
@@ -102,6 +106,29 @@ class ReplayLLM(LLM):
         self.store.put(key, request, completion)
         return completion
 
+    def complete_all(self, requests: Sequence[ChatRequest]) -> list[Completion | LLMError]:
+        if self.record_from is None:
+            return super().complete_all(requests)
+        return _hits_then_misses(self.store, self.model_id, requests, self.record_from.complete_all)
+
     def close(self) -> None:
         if self.record_from is not None:
             self.record_from.close()
+
+
+def _hits_then_misses(
+    store: ResponseStore, model_id: str, requests: Sequence[ChatRequest],
+    answer_all: Callable[[Sequence[ChatRequest]], list[Completion | LLMError]],
+) -> list[Completion | LLMError]:
+    """Stored answers for the requests that have one; the rest answered together and stored."""
+    keys = [request.fingerprint(model_id) for request in requests]
+    answers: list[Completion | LLMError | None] = []
+    for key in keys:
+        hit = store.get(key)
+        answers.append(hit.model_copy(update={"from_cache": True}) if hit is not None else None)
+    missing = [i for i, answer in enumerate(answers) if answer is None]
+    for i, answer in zip(missing, answer_all([requests[i] for i in missing])):
+        if isinstance(answer, Completion):
+            store.put(keys[i], requests[i], answer)
+        answers[i] = answer
+    return [answer for answer in answers if answer is not None]

@@ -2,14 +2,15 @@
 execution result (CHESS k=10, IESR SC@maj). The bar every strategy of ours must clear at equal
 or lower cost.
 
-All samples share one prompt, so a local backend computes the prompt once and only generates k
-times. Ties go to the group holding the earliest sample, i.e. the greedy one when it ran.
+All samples share one prompt, so a local backend computes the prompt once and decodes the k
+answers together (`LLM.complete_all`). Ties go to the group holding the earliest sample, i.e. the greedy one when it ran.
 """
 
 from __future__ import annotations
 
 from groundsql.db import QueryResult
 from groundsql.errors import DatabaseError, LLMError, UnsafeSQLError
+from groundsql.llm import Completion
 from groundsql.strategies.answer import Answer, Trace
 from groundsql.strategies.context import Context, extract_sql, generation_request
 
@@ -31,14 +32,19 @@ def self_consistency(question: str, ctx: Context) -> Answer:
     votes: dict[tuple[str, ...], list[int]] = {}
     ran: list[tuple[str, QueryResult] | None] = []
     last_error = "no sample produced SQL"
-    for i in range(config.k):
-        hot = {"temperature": config.temperature, "seed": greedy.seed + i} if i else {}
-        with trace.step("sample", index=i, temperature=hot.get("temperature", greedy.temperature)) as step:
+    samples = [greedy.model_copy(update={"temperature": config.temperature, "seed": greedy.seed + i} if i else {})
+               for i in range(config.k)]
+    # The samples are independent: the backend may decode them together (one shared prefix).
+    with trace.step("generate", samples=config.k) as step:
+        answers = ctx.llm.complete_all(samples)
+        step["calls"].extend(a for a in answers if isinstance(a, Completion))
+    for i, (sample, answer) in enumerate(zip(samples, answers)):
+        with trace.step("sample", index=i, temperature=sample.temperature) as step:
             outcome = None
             try:
-                completion = ctx.llm.complete(greedy.model_copy(update=hot))
-                step["calls"].append(completion)
-                sql = extract_sql(completion.text)
+                if isinstance(answer, LLMError):
+                    raise answer
+                sql = extract_sql(answer.text)
                 step["sql"] = sql
                 if sql is None:
                     raise GenerationFailed("the answer contained no SQL query")
