@@ -30,9 +30,11 @@ class Slow(LLM):
     def __init__(self, sql: str = "SELECT COUNT(*) FROM singer", delay_s: float = 0.0) -> None:
         self.sql, self.delay_s, self.model_id, self.retries = sql, delay_s, "slow", 0
         self.calls = 0
+        self.requests: list[ChatRequest] = []
 
     def _complete(self, request: ChatRequest) -> Completion:
         self.calls += 1
+        self.requests.append(request)
         time.sleep(self.delay_s)
         if self.sql.startswith("!"):
             raise LLMError(self.sql[1:], retryable=False)
@@ -159,6 +161,28 @@ def test_sql_injection_through_the_question_writes_nothing(tmp_path: Path, singe
     assert not answer["ok"] and "refused multiple statements" in answer["error"]
     assert {r["verdict"] for r in audit} == {"refused"} and len(audit) == 2  # the query and its retry
     assert digest(singers) == before
+
+
+def test_what_no_query_may_read_is_shown_nowhere(tmp_path: Path, singers: Path) -> None:
+    setup = config(tmp_path, singers)
+    setup["databases"]["singers"]["settings"] = {"safety": {
+        "allowed_tables": ["singer", "concert", "singer_in_concert"],
+        "allowed_columns": {"singer": ["Singer_ID", "Name", "Country"]}}}
+    model = Slow("SELECT COUNT(*) FROM singer")
+    with live_server(setup, llm=model) as (url, _):
+        for fmt in ("m-schema", "ddl"):
+            shown = httpx.get(f"{url}/v1/databases/singers/schema", params={"format": fmt}).json()["schema"]
+            assert "Country" in shown and "concert_Name" in shown
+            assert "Song_Name" not in shown and "Is_male" not in shown and "Capacity" not in shown
+        tables = httpx.get(f"{url}/v1/databases/singers/tables").json()["tables"]
+        assert sorted(t["name"] for t in tables) == ["concert", "singer", "singer_in_concert"]
+        singer = next(t for t in tables if t["name"] == "singer")
+        assert [c["name"] for c in singer["columns"]] == ["Singer_ID", "Name", "Country"]
+        concert = next(t for t in tables if t["name"] == "concert")
+        assert all(fk["ref_table"] != "stadium" for fk in concert["foreign_keys"])  # its key leads nowhere shown
+        httpx.post(f"{url}/v1/ask", json={"database": "singers", "question": "How many singers?"})
+    prompt = "".join(m.content for m in model.requests[0].messages)
+    assert "Country" in prompt and "Song_Name" not in prompt and "Capacity" not in prompt
 
 
 # -- keys ---------------------------------------------------------------------------------------------

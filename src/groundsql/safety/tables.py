@@ -29,6 +29,7 @@ from groundsql.errors import UnsafeSQLError
 
 if TYPE_CHECKING:
     from groundsql.db.introspect import Catalog
+    from groundsql.schema.model import Schema
 
 # Schemas whose tables compare by bare name against the allow-list and the catalog.
 DEFAULT_SCHEMAS: dict[str, frozenset[str]] = {
@@ -117,6 +118,37 @@ class _Names:
             return None
         columns = self.catalog.tables.get(table_key(source, self.dialect))  # type: ignore[arg-type]
         return None if columns is None else name in columns
+
+
+def visible_schema(schema: "Schema", policy: SafetyConfig) -> "Schema":
+    """The schema as the allow-lists let it be seen: tables off the list and hidden columns
+    are left out, with their example values and the foreign keys that name them. What no
+    query may read is then shown nowhere either (the model's prompt, `groundsql schema`, the
+    API's schema, MCP's describe_schema, the web page's schema browser)."""
+    if policy.allowed_tables is None and policy.allowed_columns is None:
+        return schema
+    from dataclasses import replace
+
+    from groundsql.schema.model import Schema
+
+    names = _Names(policy, schema.dialect, None)
+    shown = {}
+    for table in schema.tables:
+        key = names.normalize(table.name)
+        if names.tables is not None and key not in names.tables:
+            continue
+        allowed = names.columns.get(key) if names.columns is not None else None
+        shown[table.name.lower()] = replace(table, columns=tuple(
+            c for c in table.columns if allowed is None or c.name.lower() in allowed))
+    visible = {name: {c.name.lower() for c in table.columns} for name, table in shown.items()}
+
+    def seen(table: str, columns: tuple[str, ...]) -> bool:
+        return table.lower() in visible and all(c.lower() in visible[table.lower()] for c in columns)
+
+    tables = tuple(replace(t, foreign_keys=tuple(fk for fk in t.foreign_keys if seen(t.name, fk.columns)
+                                                 and seen(fk.ref_table, fk.ref_columns)))
+                   for t in shown.values())
+    return Schema(schema.dialect, tables, schema.name)
 
 
 def check_tables_and_columns(

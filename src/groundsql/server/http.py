@@ -34,7 +34,7 @@ from groundsql.server.state import ApiKey
 from groundsql.server.views import AnswerView, json_rows
 from groundsql.strategies import Step
 from groundsql.strategies.answer import json_value
-from groundsql.strategies.grounded import _pack as pack_of_context
+from groundsql.strategies.grounded import pack_for
 
 log = logging.getLogger("groundsql")
 
@@ -386,14 +386,14 @@ def _tables_response(served: Served) -> TablesResponse:
     return TablesResponse(
         database=served.name, dialect=session.db.dialect, pack=pack.name if pack else None,
         description=_said(pack.description) if pack else "",
-        tables=[_table_info(t, pack, with_examples) for t in session.db.introspect().tables],
+        tables=[_table_info(t, pack, with_examples) for t in session.context.schema.tables],
         references=[_reference_info(served, ref) for ref in pack.references] if pack else [])
 
 
 def _pack_of(served: Served) -> DomainPack | None:
     # The grounded strategy's own rule for which pack a database has (configured, or the demo's).
     try:
-        return pack_of_context(served.session.context)
+        return pack_for(served.session.context)
     except ConfigError:  # no pack: a database served with another strategy
         return None
 

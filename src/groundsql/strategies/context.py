@@ -18,6 +18,7 @@ from groundsql.packs.model import DomainPack
 from groundsql.prompts import load_prompt
 from groundsql.retrieval import Example, QueryBank
 from groundsql.safety import ValidatedSQL, run_validated
+from groundsql.safety.tables import visible_schema
 from groundsql.schema import Schema, render_schema
 from groundsql.strategies.answer import Answer, Step, Trace
 from groundsql.strategies.feedback import error_feedback, repaired
@@ -54,7 +55,8 @@ class Context:
 
     @cached_property
     def schema(self) -> Schema:
-        return self.db.introspect()
+        """The database's schema as the safety policy lets it be seen."""
+        return visible_schema(self.db.introspect(), self.settings.safety)
 
     @cached_property
     def schema_text(self) -> str:

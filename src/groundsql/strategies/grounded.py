@@ -118,7 +118,7 @@ def _domain(ctx: Context, trace: Trace) -> _Domain:
     if cached is not None:
         return cached
     with trace.step("domain") as step:
-        pack = _pack(ctx)
+        pack = pack_for(ctx)
         schema = _annotated(ctx.schema, pack)
         documented = [(j.left, j.right) for j in pack.schema_docs.joins]
         known = _known_words(ctx, pack, schema)
@@ -134,7 +134,9 @@ def _domain(ctx: Context, trace: Trace) -> _Domain:
     return domain
 
 
-def _pack(ctx: Context) -> DomainPack:
+def pack_for(ctx: Context) -> DomainPack:
+    """The domain pack of the context's database: the session's, the configured folder's, or the
+    demo's; a ConfigError says how to draft one when there is none."""
     if ctx.pack is not None:
         return ctx.pack
     folder = ctx.settings.grounded.pack
