@@ -2,33 +2,33 @@
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import Callable
 
 from groundsql.errors import ConfigError
 from groundsql.strategies.answer import Answer, Step, Trace
 from groundsql.strategies.context import Context
-from groundsql.strategies.few_shot import few_shot
-from groundsql.strategies.grounded import grounded
-from groundsql.strategies.search import search
-from groundsql.strategies.self_consistency import self_consistency
-from groundsql.strategies.zero_shot import zero_shot
 
 Strategy = Callable[[str, Context], Answer]
 
-STRATEGIES: dict[str, Strategy] = {
-    "zero-shot": zero_shot,
-    "few-shot": few_shot,
-    "self-consistency": self_consistency,
-    "grounded": grounded,
-    "search": search,
+# Where each strategy lives, imported when first asked for: the grounded strategy and the
+# search pull in LSH, graphs and embeddings, which a zero-shot question never needs (an
+# import of all of them was a second of every `groundsql ask`).
+STRATEGIES: dict[str, str] = {
+    "zero-shot": "groundsql.strategies.zero_shot:zero_shot",
+    "few-shot": "groundsql.strategies.few_shot:few_shot",
+    "self-consistency": "groundsql.strategies.self_consistency:self_consistency",
+    "grounded": "groundsql.strategies.grounded:grounded",
+    "search": "groundsql.strategies.search:search",
 }
 
 
 def get_strategy(name: str) -> Strategy:
     try:
-        return STRATEGIES[name]
+        module, function = STRATEGIES[name].split(":")
     except KeyError:
         raise ConfigError(f"unknown strategy {name!r} (available: {', '.join(STRATEGIES)})") from None
+    return getattr(import_module(module), function)
 
 
 __all__ = ["Answer", "Context", "STRATEGIES", "Step", "Strategy", "Trace", "get_strategy"]
