@@ -37,6 +37,20 @@ def test_schema_command_prints_m_schema_and_ddl() -> None:
     assert d.returncode == 0 and "CREATE TABLE singer (" in d.stdout and "e.g." not in d.stdout
 
 
+def test_schema_command_loads_no_model(monkeypatch) -> None:
+    from typer.testing import CliRunner
+
+    import groundsql.api
+    from groundsql.cli import app
+
+    def no_model(*_):
+        raise AssertionError("the schema command loaded a model")
+
+    monkeypatch.setattr(groundsql.api, "build_llm", no_model)
+    done = CliRunner().invoke(app, ["schema", "--db", str(spider_db("concert_singer"))])
+    assert done.exit_code == 0 and "# Table: singer" in done.output, done.output
+
+
 def test_models_list() -> None:
     done = _cli("models", "list")
     assert done.returncode == 0 and "qwen2.5-coder-0.5b" in done.stdout

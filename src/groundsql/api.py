@@ -13,6 +13,8 @@ from groundsql.conversation import Turn, answer_in_conversation
 from groundsql.db import Database, QueryResult
 from groundsql.llm import LLM, build_llm
 from groundsql.retrieval import Example, QueryBank
+from groundsql.safety.tables import visible_schema
+from groundsql.schema import Schema
 from groundsql.strategies import Answer, Context
 from groundsql.strategies.answer import Step
 
@@ -46,6 +48,11 @@ class Session:
         if self._llm is None:
             self._llm = build_llm(self.settings.llm)
         return self._llm
+
+    @property
+    def schema(self) -> Schema:
+        """The schema as the safety policy lets it be seen (no model needed)."""
+        return visible_schema(self.db.introspect(), self.settings.safety)
 
     @cached_property
     def context(self) -> Context:

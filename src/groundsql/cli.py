@@ -165,7 +165,7 @@ def schema(
     from groundsql.schema import render_schema
 
     with connect(db, settings=_settings(allow_privileged_role=allow_privileged_role)) as session:
-        print(render_schema(session.context.schema, fmt, with_examples=examples))
+        print(render_schema(session.schema, fmt, with_examples=examples))
 
 
 @app.command()

@@ -386,7 +386,7 @@ def _tables_response(served: Served) -> TablesResponse:
     return TablesResponse(
         database=served.name, dialect=session.db.dialect, pack=pack.name if pack else None,
         description=_said(pack.description) if pack else "",
-        tables=[_table_info(t, pack, with_examples) for t in session.context.schema.tables],
+        tables=[_table_info(t, pack, with_examples) for t in session.schema.tables],
         references=[_reference_info(served, ref) for ref in pack.references] if pack else [])
 
 

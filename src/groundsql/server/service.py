@@ -234,7 +234,7 @@ class Service:
         served = self.database(key, name)
         if fmt not in ("m-schema", "ddl"):
             raise ServiceError(f"unknown schema format {fmt!r} (m-schema or ddl)")
-        return render_schema(served.session.context.schema, fmt,
+        return render_schema(served.session.schema, fmt,
                              with_examples=served.session.settings.generation.with_examples)
 
     def lookup(self, key: ApiKey | None, name: str, phrase: str) -> dict[str, Any]:
