@@ -12,6 +12,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 
 from groundsql.config import DatabaseConfig, LLMConfig, Settings
+from groundsql.display import literal, show, visible
 from groundsql.errors import ConfigError, GroundsqlError
 
 app = typer.Typer(
@@ -96,9 +97,9 @@ def ask(
         print(json.dumps(answer.to_dict(), indent=2, ensure_ascii=False))
         raise typer.Exit(0 if answer.ok else 1)
     if answer.sql:
-        out.print(Syntax(answer.sql, "sql", word_wrap=True))
+        out.print(Syntax(visible(answer.sql), "sql", word_wrap=True))
     if not answer.ok:
-        err.print(f"[red]No answer:[/red] {answer.error}", markup=True, highlight=False)
+        show(err, ("No answer: ", "red"), answer.error)
         _print_grounds(answer.grounds)
         raise typer.Exit(1)
     out.print(_result_table(answer.columns, answer.rows))
@@ -107,14 +108,12 @@ def ask(
     if answer.truncated:
         note += " (more rows exist; the row cap stopped here)"
     calls = answer.calls
-    err.print(
-        f"[dim]{note} · {answer.elapsed_s:.1f} s · {len(calls)} model call{'s' * (len(calls) != 1)}, "
-        f"{answer.prompt_tokens} prompt + {answer.completion_tokens} generated tokens[/dim]"
-    )
+    show(err, f"{note} · {answer.elapsed_s:.1f} s · {len(calls)} model call{'s' * (len(calls) != 1)}, "
+              f"{answer.prompt_tokens} prompt + {answer.completion_tokens} generated tokens", style="dim")
     if trace:
         for step in answer.steps:
             detail = ", ".join(f"{k}={v}" for k, v in step.detail.items())
-            err.print(f"[dim]  {step.name:<18} {step.elapsed_s:7.2f} s  {detail}[/dim]")
+            show(err, f"  {step.name:<18} {step.elapsed_s:7.2f} s  {detail}", style="dim")
 
 
 def _print_grounds(grounds: dict) -> None:
@@ -139,15 +138,15 @@ def _print_grounds(grounds: dict) -> None:
     if len(lines) == 1:
         return
     for line in lines:
-        out.print(line, markup=False, highlight=False, soft_wrap=True)
+        show(out, line)
 
 
 def _result_table(columns: tuple[str, ...], rows: tuple[tuple[object, ...], ...], limit: int = 50) -> Table:
     table = Table(show_lines=False, header_style="bold")
     for column in columns:
-        table.add_column(str(column))
+        table.add_column(literal(column))
     for row in rows[:limit]:
-        table.add_row(*("NULL" if v is None else str(v) for v in row))
+        table.add_row(*(literal("NULL", "dim") if v is None else literal(v) for v in row))
     if len(rows) > limit:
         table.caption = f"first {limit} of {len(rows)} rows"
     return table
@@ -214,9 +213,9 @@ def init(
         f"(format: {summary.folder / 'bank.example.jsonl'}).",
     ]
     for line in lines:
-        out.print(line, markup=False, highlight=False, soft_wrap=True)
+        show(out, line)
     for note in summary.notes:
-        err.print(f"note: {note}", style="dim", markup=False, highlight=False, soft_wrap=True)
+        show(err, f"note: {note}", style="dim")
 
 
 def _count_of(n: int, noun: str) -> str:
@@ -325,7 +324,7 @@ def eval_command(
     markdown = next(p for p in paths.values() if p.suffix == ".md")
     print(markdown.read_text(encoding="utf-8"))
     for path in paths.values():
-        err.print(f"wrote {path}")
+        show(err, f"wrote {path}")
 
 
 def _eval_label(label: str, correct: int, seen: int) -> str:
@@ -358,12 +357,10 @@ def testsuite(
     results = run_on_suite(suite, sql)
     for path, result in zip(suite.paths, results):
         shown = result if isinstance(result, str) else f"{len(result)} rows"
-        out.print(f"{path}  {shown}")
-    out.print(
-        f"{len(suite.variants)} variants; they tell the query from {suite.mutations_killed} of "
-        f"{suite.mutations_total} near-miss mutations ({100 * suite.share:.0f}%); "
-        f"informative result: {'yes' if suite.informative else 'no'}"
-    )
+        show(out, f"{path}  {shown}")
+    show(out, f"{len(suite.variants)} variants; they tell the query from {suite.mutations_killed} of "
+              f"{suite.mutations_total} near-miss mutations ({100 * suite.share:.0f}%); "
+              f"informative result: {'yes' if suite.informative else 'no'}")
 
 
 @models_app.command("list")
@@ -374,7 +371,7 @@ def models_list() -> None:
     for spec in MODELS.values():
         path = models_dir() / spec.filename
         state = "ready" if _verified(path, spec) else "not provisioned"
-        out.print(f"{spec.name:<22} {spec.size / 1e6:8.0f} MB  {state:<16} {path}")
+        show(out, f"{spec.name:<22} {spec.size / 1e6:8.0f} MB  {state:<16} {path}")
 
 
 @models_app.command("pull")
@@ -390,7 +387,7 @@ def models_pull(
         raise ConfigError(f"unknown model {name!r}")
     with err.status(f"Provisioning {spec.name}…"):
         path = download_from_hub(spec) if from_hub else resolve_gguf(spec.name)
-    out.print(f"{spec.name}: {path} (SHA-256 verified)")
+    show(out, f"{spec.name}: {path} (SHA-256 verified)")
 
 
 ConfigOption = Annotated[
@@ -415,8 +412,8 @@ def serve(
                                  auth=False if no_auth else None)
     if settings.auth:
         _note_missing_keys(settings)
-    err.print(f"groundsql: serving {', '.join(settings.databases)} on http://{settings.host}:{settings.port} "
-              f"(the web page at /, API docs at /docs)", markup=False, highlight=False)
+    show(err, f"groundsql: serving {', '.join(settings.databases)} on http://{settings.host}:{settings.port} "
+              "(the web page at /, API docs at /docs)")
     run(settings)
 
 
@@ -443,10 +440,9 @@ def mcp(
     if transport == "http":
         if settings.auth:
             _note_missing_keys(settings)
-        err.print(f"groundsql: MCP for {', '.join(settings.databases)} on http://{settings.host}:{settings.port}/mcp",
-                  markup=False, highlight=False)
+        show(err, f"groundsql: MCP for {', '.join(settings.databases)} on http://{settings.host}:{settings.port}/mcp")
     else:
-        err.print(f"groundsql: MCP for {', '.join(settings.databases)} on stdio", markup=False, highlight=False)
+        show(err, f"groundsql: MCP for {', '.join(settings.databases)} on stdio")
     run(settings, transport)
 
 
@@ -454,7 +450,7 @@ def _note_missing_keys(settings) -> None:
     from groundsql.server.state import StateStore
 
     if not StateStore(settings.state).keys():
-        err.print("note: no API key exists yet; create one with `groundsql keys add NAME`", markup=False, highlight=False)
+        show(err, "note: no API key exists yet; create one with `groundsql keys add NAME`")
 
 
 @keys_app.command("add")
@@ -467,8 +463,7 @@ def keys_add(
 ) -> None:
     """Create an API key; it is printed once and stored only as a hash."""
     secret = _state(config).add_key(name, database or [])
-    err.print(f"key {name!r} for {', '.join(database) if database else 'every database'} (shown only now):",
-              markup=False, highlight=False)
+    show(err, f"key {name!r} for {', '.join(database) if database else 'every database'} (shown only now):")
     print(secret)
 
 
@@ -476,7 +471,7 @@ def keys_add(
 def keys_list(config: ConfigOption = None) -> None:
     """The keys: name, databases, creation time (never the secret)."""
     for name, databases, created in _state(config).keys():
-        out.print(f"{name}\t{', '.join(databases)}\t{created:%Y-%m-%d %H:%M}", markup=False, highlight=False)
+        show(out, f"{name}\t{', '.join(databases)}\t{created:%Y-%m-%d %H:%M}")
 
 
 @keys_app.command("remove")
@@ -484,7 +479,7 @@ def keys_remove(name: Annotated[str, typer.Argument()], config: ConfigOption = N
     """Revoke a key: requests with it are refused from now on."""
     if not _state(config).remove_key(name):
         raise ConfigError(f"no key named {name!r}")
-    err.print(f"removed the key {name!r}", markup=False, highlight=False)
+    show(err, f"removed the key {name!r}")
 
 
 def _state(config: str | None):
@@ -502,10 +497,10 @@ def main() -> None:
     try:
         app()
     except GroundsqlError as error:
-        err.print(f"[red]error:[/red] {error}")
+        show(err, ("error: ", "red"), error)
         sys.exit(1)
     except ValueError as error:  # bad arguments that pydantic or our own checks caught
-        err.print(f"[red]error:[/red] {error}")
+        show(err, ("error: ", "red"), error)
         sys.exit(2)
     except KeyboardInterrupt:
         err.print("interrupted")
