@@ -115,6 +115,10 @@ def test_safe_corpus_is_accepted(case: Case) -> None:
     assert list(result.tables) == sorted(result.tables)
     if result.limit_added:
         assert result.sql.endswith("LIMIT 1000")
+        # One row more is fetched, to tell a complete result from a cut one.
+        assert result.fetch_sql == result.sql.removesuffix("1000") + "1001"
+    else:
+        assert result.fetch_sql == result.sql
     # What is returned is itself valid, stable input for the validator.
     again = validate_sql(result.sql, case.dialect)
     assert again.sql == result.sql and not again.limit_added
@@ -200,7 +204,26 @@ def test_comments_never_reach_the_executed_sql() -> None:
     # A line comment that contains "*/" must not be re-emitted as a block comment it could
     # break out of.
     result = validate_sql("SELECT 1 -- */ ; DROP TABLE t; /*\n", "sqlite")
-    assert result.sql == "SELECT 1 LIMIT 1000"
+    assert result.sql == "SELECT 1 LIMIT 1000" and result.fetch_sql == "SELECT 1 LIMIT 1001"
+
+
+@pytest.mark.parametrize("limit, rows, truncated", [(5, 5, True), (6, 6, False), (7, 6, False)])
+def test_a_result_the_added_limit_cut_says_so(limit: int, rows: int, truncated: bool) -> None:
+    from groundsql.config import SafetyConfig
+    from groundsql.db import Database
+    from groundsql.safety import run_validated
+    from tests.conftest import spider_db
+
+    db = Database(f"sqlite:///{spider_db('concert_singer')}")  # singer has 6 rows
+    try:
+        checked, result = run_validated(db, "SELECT Name FROM singer", SafetyConfig(default_limit=limit))
+        assert checked.sql.endswith(f"LIMIT {limit}")
+        assert (len(result.rows), result.truncated) == (rows, truncated)
+        # A LIMIT the query states itself is the person's: a complete answer to it.
+        _, own = run_validated(db, "SELECT Name FROM singer LIMIT 5", SafetyConfig(default_limit=limit))
+        assert (len(own.rows), own.truncated) == (5, False)
+    finally:
+        db.close()
 
 
 def test_postgres_escape_string_is_re_quoted_safely() -> None:

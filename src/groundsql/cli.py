@@ -106,7 +106,7 @@ def ask(
     _print_grounds(answer.grounds)
     note = f"{len(answer.rows)} row{'s' * (len(answer.rows) != 1)}"
     if answer.truncated:
-        note += " (more rows exist; the row cap stopped here)"
+        note = f"first {note}: more rows exist (the row cap or the LIMIT groundsql adds stopped here)"
     calls = answer.calls
     show(err, f"{note} · {answer.elapsed_s:.1f} s · {len(calls)} model call{'s' * (len(calls) != 1)}, "
               f"{answer.prompt_tokens} prompt + {answer.completion_tokens} generated tokens", style="dim")

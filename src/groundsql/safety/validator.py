@@ -151,13 +151,20 @@ _ROUGH_TOKEN = re.compile(r"[\w$]+|'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|\S")
 class ValidatedSQL:
     """A statement the validator accepted.
 
-    `sql` is what must be executed: re-rendered by sqlglot in the same dialect from the
+    `sql` is the statement as checked: re-rendered by sqlglot in the same dialect from the
     checked tree, with `LIMIT default_limit` added when the outermost query had none.
+    `fetch_sql` is what is executed: the same with one row more under an added LIMIT, so that
+    the caller can tell a complete result from one the added LIMIT cut (`run_validated`).
     """
 
     sql: str
     tables: tuple[str, ...]
     limit_added: bool
+    fetch_sql: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.fetch_sql:
+            object.__setattr__(self, "fetch_sql", self.sql)
 
 
 def validate_sql(
@@ -222,6 +229,17 @@ def _validate(sql: str, dialect: str, policy: SafetyConfig, catalog: "Catalog | 
     root, limit_added = _ensure_limit(root, policy.default_limit)
     if dialect == "sqlite":
         _restore_comma_joins(root)
+    rendered = _render_checked(root, dialect, policy, catalog, tables)
+    fetch = rendered
+    if limit_added:
+        root.set("limit", None)
+        fetch = _render_checked(root.limit(policy.default_limit + 1, copy=False),  # type: ignore[attr-defined]
+                                dialect, policy, catalog, tables)
+    return ValidatedSQL(sql=rendered, tables=tables, limit_added=limit_added, fetch_sql=fetch)
+
+
+def _render_checked(root: exp.Expression, dialect: str, policy: SafetyConfig, catalog: "Catalog | None",
+                    tables: tuple[str, ...]) -> str:
     try:
         # Where the dialect's generator cannot express what its parser accepted, it would drop
         # or approximate the construct; the SQL that ran would then not be the SQL checked.
@@ -235,7 +253,7 @@ def _validate(sql: str, dialect: str, policy: SafetyConfig, catalog: "Catalog | 
     reparsed = _unwrap_parens(_parse_single(rendered, dialect, rendered=True))
     if _analyse(reparsed, dialect, policy, catalog) != tables:
         raise UnsafeSQLError("unsupported SQL", "the normalised statement reads different tables")
-    return ValidatedSQL(sql=rendered, tables=tables, limit_added=limit_added)
+    return rendered
 
 
 def _count_tokens(sql: str) -> int:
