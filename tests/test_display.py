@@ -63,3 +63,15 @@ def test_a_path_with_markup_is_named_as_it_is(tmp_path: Path) -> None:
                 env={"GROUNDSQL_HOME": str(tmp_path / "home")})
     assert done.returncode != 0 and "[bold]x[/bold]" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_refused_query_is_not_printed_as_an_answer(hostile_db: Path, monkeypatch) -> None:
+    refused = "```sql\nDELETE FROM t\n```"
+    monkeypatch.setattr(groundsql.api, "build_llm", lambda _: Scripted(refused, refused))
+    done = CliRunner().invoke(
+        app, ["ask", "--db", str(hostile_db), "--no-cache", "--trace", "Empty t"])
+    assert done.exit_code == 1
+    assert done.stdout == ""  # standard output carries answers only
+    assert "Last query tried (not an answer): DELETE FROM t" in done.stderr
+    assert "No answer:" in done.stderr and "refused DELETE" in done.stderr
+    assert "generate" in done.stderr and "reflect" in done.stderr  # --trace on a failed answer

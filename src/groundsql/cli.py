@@ -96,12 +96,17 @@ def ask(
     if as_json:
         print(json.dumps(answer.to_dict(), indent=2, ensure_ascii=False))
         raise typer.Exit(0 if answer.ok else 1)
+    if not answer.ok:
+        # Standard output carries answers only: a refused or failed query is not one.
+        if answer.sql:
+            show(err, ("Last query tried (not an answer): ", "red"), answer.sql)
+        show(err, ("No answer: ", "red"), answer.error)
+        _print_grounds(answer.grounds, err)
+        if trace:
+            _print_trace(answer)
+        raise typer.Exit(1)
     if answer.sql:
         out.print(Syntax(visible(answer.sql), "sql", word_wrap=True))
-    if not answer.ok:
-        show(err, ("No answer: ", "red"), answer.error)
-        _print_grounds(answer.grounds)
-        raise typer.Exit(1)
     out.print(_result_table(answer.columns, answer.rows))
     _print_grounds(answer.grounds)
     note = f"{len(answer.rows)} row{'s' * (len(answer.rows) != 1)}"
@@ -111,12 +116,16 @@ def ask(
     show(err, f"{note} · {answer.elapsed_s:.1f} s · {len(calls)} model call{'s' * (len(calls) != 1)}, "
               f"{answer.prompt_tokens} prompt + {answer.completion_tokens} generated tokens", style="dim")
     if trace:
-        for step in answer.steps:
-            detail = ", ".join(f"{k}={v}" for k, v in step.detail.items())
-            show(err, f"  {step.name:<18} {step.elapsed_s:7.2f} s  {detail}", style="dim")
+        _print_trace(answer)
 
 
-def _print_grounds(grounds: dict) -> None:
+def _print_trace(answer) -> None:
+    for step in answer.steps:
+        detail = ", ".join(f"{k}={v}" for k, v in step.detail.items())
+        show(err, f"  {step.name:<18} {step.elapsed_s:7.2f} s  {detail}", style="dim")
+
+
+def _print_grounds(grounds: dict, console: Console = out) -> None:
     """What the answer rests on: every resolved ID and where it came from, the tables and why,
     the examples retrieved, the candidate queries voted on."""
     if not grounds:
@@ -138,7 +147,7 @@ def _print_grounds(grounds: dict) -> None:
     if len(lines) == 1:
         return
     for line in lines:
-        show(out, line)
+        show(console, line)
 
 
 def _result_table(columns: tuple[str, ...], rows: tuple[tuple[object, ...], ...], limit: int = 50) -> Table:
