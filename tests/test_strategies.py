@@ -122,3 +122,16 @@ def test_self_consistency_votes_with_repaired_samples(concert_singer: Path) -> N
         answer = session.ask("Which singers gave concerts?", strategy="self-consistency")
     assert answer.steps[-1].detail["groups"] == [2, 1]  # the repaired greedy sample votes
     assert "repaired" in next(s for s in answer.steps if s.name == "sample").detail
+
+
+def test_reflection_does_not_run_a_failed_query_again(concert_singer: Path) -> None:
+    # A timed-out query would spend its whole timeout again; any failed one fails the same way.
+    slow = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT count(*) FROM n"
+    llm = Scripted(slow, f"```sql\n{slow}\n```", "SELECT COUNT(*) FROM singer")
+    settings = Settings.model_validate({"database": {"timeout_s": 1}, "generation": {"reflection_retries": 2}})
+    with groundsql.connect(concert_singer, llm=llm, settings=settings) as session:
+        answer = session.ask("How many singers are there?")
+    assert answer.ok and answer.rows == ((6,),)
+    executed = [s for s in answer.steps if s.name == "validate+execute"]
+    assert [s.detail["sql"] for s in executed] == [slow, "SELECT COUNT(*) FROM singer"]
+    assert "not run again" in llm.requests[2].messages[-1].content

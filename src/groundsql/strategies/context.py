@@ -174,6 +174,9 @@ def generate_and_execute(
     messages = request.messages
     error = "no attempt made"
     sql: str | None = None
+    # A query that failed fails again the same way: not run twice (a timed-out one would
+    # spend the whole timeout again).
+    failed: dict[str, str] = {}
     for attempt in range(retries + 1):
         # Steps are recorded when their block exits, so `finish` is called outside the blocks.
         with trace.step("generate" if attempt == 0 else "reflect") as step:
@@ -190,6 +193,8 @@ def generate_and_execute(
             return trace.finish(sql=sql, error=f"the language model failed: {step['error']}", **extra)
         if sql is None:
             error = "the answer contained no SQL query"
+        elif sql.strip() in failed:
+            error = f"{failed[sql.strip()]} (the same query as before, not run again)"
         else:
             with trace.step("validate+execute", sql=sql) as step:
                 try:
@@ -197,6 +202,7 @@ def generate_and_execute(
                 except (UnsafeSQLError, DatabaseError) as err:
                     error = str(err)
                     step["error"] = error
+                    failed[sql.strip()] = error
                     result = None
                 else:
                     step.update(rows=len(result.rows), limit_added=checked.limit_added)
