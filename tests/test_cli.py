@@ -19,6 +19,9 @@ from tests.test_end_to_end import _cli
         (["ask", "--model", "gpt-17", "--db", "DB", "How many singers?"], "unknown model"),
         (["ask", "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1", "--db", "DB", "hi"], "cannot reach"),
         (["models", "pull", "nope"], "unknown model"),
+        (["ask", "--backend", "nope", "--db", "DB", "hi"], "error: backend: Input should be 'local', 'openai' or 'replay'"),
+        (["ask", "--model", "/nonexistent/model.gguf", "--db", "DB", "hi"], "no model file at /nonexistent/model.gguf"),
+        (["ask", "--db", "DB", "caf\udce9"], "the question is not UTF-8 text (byte 0xe9 at character 4)"),
     ],
 )
 def test_errors_are_one_sentence(args: list[str], message: str) -> None:
@@ -27,6 +30,7 @@ def test_errors_are_one_sentence(args: list[str], message: str) -> None:
     assert done.returncode != 0
     assert message in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1  # one sentence, not a dump
 
 
 def test_schema_command_prints_m_schema_and_ddl() -> None:

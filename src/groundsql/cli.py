@@ -7,6 +7,7 @@ import sys
 from typing import Annotated, Literal, Optional
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 from rich.syntax import Syntax
 from rich.table import Table
@@ -89,6 +90,7 @@ def ask(
     """Answer QUESTION with a validated, read-only SQL query and its result."""
     from groundsql.api import connect
 
+    question = _text_argument(question, "the question")
     settings = _settings(model, backend, base_url, no_cache, allow_privileged_role)
     with err.status("Thinking…", spinner="dots"):
         with connect(db, settings=settings, bank=bank, pack=pack) as session:
@@ -117,6 +119,18 @@ def ask(
               f"{answer.prompt_tokens} prompt + {answer.completion_tokens} generated tokens", style="dim")
     if trace:
         _print_trace(answer)
+
+
+def _text_argument(text: str, what: str) -> str:
+    """A command-line argument as text. Bytes that are not UTF-8 arrive as lone surrogates
+    (Python's surrogateescape) and would fail later, far from their cause."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as bad:
+        raw = text[bad.start].encode("utf-8", "surrogateescape")
+        raise ConfigError(f"{what} is not UTF-8 text (byte 0x{raw.hex()} at character {bad.start + 1}); "
+                          "set the terminal's encoding to UTF-8") from None
+    return text
 
 
 def _print_trace(answer) -> None:
@@ -508,7 +522,12 @@ def main() -> None:
     except GroundsqlError as error:
         show(err, ("error: ", "red"), error)
         sys.exit(1)
-    except ValueError as error:  # bad arguments that pydantic or our own checks caught
+    except ValidationError as error:  # a bad option value, caught by the configuration model
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        show(err, ("error: ", "red"), f"{where}: {first['msg']}" if where else first["msg"])
+        sys.exit(2)
+    except ValueError as error:  # bad arguments that our own checks caught
         show(err, ("error: ", "red"), error)
         sys.exit(2)
     except KeyboardInterrupt:

@@ -89,8 +89,11 @@ def resolve_gguf(name_or_path: str) -> Path:
     spec = lookup(name_or_path)
     if spec is None:
         path = Path(name_or_path).expanduser()
-        if path.suffix.lower() == ".gguf" and path.is_file():
-            return path
+        if path.suffix.lower() == ".gguf":
+            if path.is_file():
+                return path
+            raise ModelProvisioningError(f"no model file at {path}" + (
+                " (it is a folder)" if path.is_dir() else ""))
         known = ", ".join(sorted(MODELS))
         raise ModelProvisioningError(
             f"unknown model {name_or_path!r}: use one of {known}, or a path to a .gguf file"
