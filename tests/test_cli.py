@@ -111,3 +111,21 @@ def test_privileged_postgres_role_is_refused_unless_allowed(postgres_admin_url: 
     assert "Traceback" not in refused.stderr
     allowed = _cli("schema", "--db", postgres_admin_url, "--allow-privileged-role")
     assert allowed.returncode == 0 and "# Table: city" in allowed.stdout
+
+
+def test_ctrl_c_is_said_and_obeyed(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import shared_benchmark
+
+    command = [sys.executable, "-m", "groundsql.cli", "eval", str(shared_benchmark("spider_dev")), "--config", "gold",
+               "--out", str(tmp_path / "out")]
+    running = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(2.5)  # started, and busy (the gold run over the whole set takes longer)
+    running.send_signal(signal.SIGINT)
+    _, stderr = running.communicate(timeout=60)
+    assert running.returncode == 130 and "interrupted" in stderr, stderr
+    assert "Traceback" not in stderr

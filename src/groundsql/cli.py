@@ -516,7 +516,32 @@ def _state(config: str | None):
     return StateStore(state_url)
 
 
+def _stop_on_interrupt() -> None:
+    """Ctrl-C, said and obeyed. A long model call runs in C, where Python cannot raise
+    KeyboardInterrupt until the call returns (seen: a Ctrl-C during model loading left `ask`
+    hanging). So SIGINT is received by a thread of its own: the first one says so and stops the
+    command where Python can, a second one ends the process at once."""
+    import _thread
+    import os
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "sigwait"):
+        return
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})  # inherited by every later thread
+
+    def receive() -> None:
+        signal.sigwait({signal.SIGINT})
+        show(err, "interrupted (Ctrl-C again stops at once)")
+        _thread.interrupt_main()
+        signal.sigwait({signal.SIGINT})
+        os._exit(130)
+
+    threading.Thread(target=receive, name="groundsql-interrupt", daemon=True).start()
+
+
 def main() -> None:
+    _stop_on_interrupt()
     try:
         app()
     except GroundsqlError as error:
