@@ -184,6 +184,52 @@ def test_http_backend_garbage_and_timeouts_fail_clearly(http_server, script, mes
         llm.complete(REQUEST)
 
 
+def test_http_backend_has_one_deadline_for_all_attempts(http_server) -> None:
+    url, handler = http_server
+    handler.script += [(200, _ok("late"), 3.0)] * 3
+    llm = OpenAICompatibleLLM("m", base_url=url, timeout_s=1.0, retries=2)
+    llm.retry_backoff_s = 0
+    start = time.perf_counter()
+    with pytest.raises(LLMError, match="gave no answer within 1 s"):
+        llm.complete(REQUEST)
+    assert time.perf_counter() - start < 2.5  # not 3 attempts of 1 s each (nor of 300 s)
+    assert len(handler.seen) == 1
+
+
+class _Trickle(BaseHTTPRequestHandler):
+    """Answers one byte at a time, forever: a read timeout alone never fires."""
+
+    def do_POST(self) -> None:  # noqa: N802
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        try:
+            for _ in range(100):
+                self.wfile.write(b" ")
+                self.wfile.flush()
+                time.sleep(0.1)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_http_backend_stops_a_trickling_answer_at_its_deadline() -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Trickle)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        llm = OpenAICompatibleLLM("m", base_url=f"http://127.0.0.1:{server.server_address[1]}/v1",
+                                  timeout_s=1.0, retries=2)
+        start = time.perf_counter()
+        with pytest.raises(LLMError, match="did not finish its answer within 1 s"):
+            llm.complete(REQUEST)
+        assert time.perf_counter() - start < 2.5
+    finally:
+        server.shutdown()
+
+
 def test_http_backend_auth_errors_are_not_retried(http_server) -> None:
     url, handler = http_server
     handler.script += [(401, '{"error": "bad key"}', 0)]

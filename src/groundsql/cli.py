@@ -45,11 +45,13 @@ PrivilegedOption = Annotated[
 
 def _settings(
     model: str | None = None, backend: str | None = None, base_url: str | None = None, no_cache: bool = False,
-    allow_privileged_role: bool = False,
+    allow_privileged_role: bool = False, timeout_s: float | None = None,
 ) -> Settings:
     database = DatabaseConfig(allow_privileged_role=allow_privileged_role)
     llm = LLMConfig()
     updates: dict[str, object] = {}
+    if timeout_s is not None:
+        updates["timeout_s"] = timeout_s
     if backend:
         updates["backend"] = backend
     if model:
@@ -86,12 +88,15 @@ def ask(
                           "`groundsql init` drafts one)."),
     ] = None,
     allow_privileged_role: PrivilegedOption = False,
+    timeout: Annotated[
+        Optional[float], typer.Option(help="Seconds a model call may take, all its retries together (default 300).")
+    ] = None,
 ) -> None:
     """Answer QUESTION with a validated, read-only SQL query and its result."""
     from groundsql.api import connect
 
     question = _text_argument(question, "the question")
-    settings = _settings(model, backend, base_url, no_cache, allow_privileged_role)
+    settings = _settings(model, backend, base_url, no_cache, allow_privileged_role, timeout)
     with err.status("Thinking…", spinner="dots"):
         with connect(db, settings=settings, bank=bank, pack=pack) as session:
             answer = session.ask(question, strategy=strategy)

@@ -11,6 +11,7 @@ import hashlib
 import json
 import time
 from abc import ABC, abstractmethod
+from contextvars import ContextVar
 from typing import Any, Literal, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -71,6 +72,17 @@ def chat(system: str, user: str, **options: Any) -> ChatRequest:
     )
 
 
+# The deadline of the call in progress in this thread: its attempts share it, so a server that
+# never answers costs `timeout_s` once, not once per retry.
+_DEADLINE: ContextVar[float | None] = ContextVar("groundsql_llm_deadline", default=None)
+
+
+def remaining_s(default: float) -> float:
+    """Seconds left for the call in progress (`default` outside one)."""
+    deadline = _DEADLINE.get()
+    return default if deadline is None else max(0.0, deadline - time.monotonic())
+
+
 class LLM(ABC):
     """A language model backend.
 
@@ -82,16 +94,30 @@ class LLM(ABC):
     model_id: str = "unknown"
     retries: int = 2
     retry_backoff_s: float = 0.5
+    #: One deadline for a call, all its attempts together; None: each attempt bounds itself.
+    timeout_s: float | None = None
 
     @abstractmethod
     def _complete(self, request: ChatRequest) -> Completion:
         """Make one attempt; raise LLMError when it fails."""
 
     def complete(self, request: ChatRequest) -> Completion:
+        outer = _DEADLINE.get() is not None or not self.timeout_s
+        token = None if outer else _DEADLINE.set(time.monotonic() + self.timeout_s)  # type: ignore[operator]
+        try:
+            return self._attempts(request)
+        finally:
+            if token is not None:
+                _DEADLINE.reset(token)
+
+    def _attempts(self, request: ChatRequest) -> Completion:
         last_error: LLMError | None = None
         for attempt in range(self.retries + 1):
             if attempt:
                 time.sleep(self.retry_backoff_s * attempt)
+            if self.timeout_s and remaining_s(self.timeout_s) <= 0:
+                raise LLMError(f"{self.model_id} gave no answer within {self.timeout_s:g} s"
+                               + (f" ({last_error})" if last_error else ""), retryable=False)
             try:
                 completion = self._complete(request)
             except LLMError as err:
