@@ -524,21 +524,30 @@ def _state(config: str | None):
 def _stop_on_interrupt() -> None:
     """Ctrl-C, said and obeyed. A long model call runs in C, where Python cannot raise
     KeyboardInterrupt until the call returns (seen: a Ctrl-C during model loading left `ask`
-    hanging). So SIGINT is received by a thread of its own: the first one says so and stops the
-    command where Python can, a second one ends the process at once."""
-    import _thread
+    hanging), and a main thread waiting on worker threads only notices a signal that interrupts
+    its wait. So SIGINT is received by a thread of its own: the first one says so and interrupts
+    the main thread (SIGUSR1, whose handler raises KeyboardInterrupt there); a second one ends the
+    process at once. The server commands keep uvicorn's own graceful handling."""
     import os
     import signal
     import threading
 
+    if len(sys.argv) > 1 and sys.argv[1] in ("serve", "mcp"):
+        return
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "sigwait"):
         return
+
+    def interrupted(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGUSR1, interrupted)
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})  # inherited by every later thread
+    main_thread = threading.main_thread().ident
 
     def receive() -> None:
         signal.sigwait({signal.SIGINT})
         show(err, "interrupted (Ctrl-C again stops at once)")
-        _thread.interrupt_main()
+        signal.pthread_kill(main_thread, signal.SIGUSR1)  # type: ignore[arg-type]
         signal.sigwait({signal.SIGINT})
         os._exit(130)
 
