@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import hashlib
+import shutil
+import sqlite3
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
+import groundsql
 from groundsql.config import DatabaseConfig
 from groundsql.db import Database
 from groundsql.errors import ConfigError, DatabaseError, QueryTimeoutError
+from tests.conftest import spider_db
 
 SLOW_SQLITE = (
     "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT COUNT(*) FROM c"
@@ -282,3 +286,46 @@ def test_postgres_refuses_roles_with_cluster_privileges(postgres_admin_url: str,
     finally:
         with psycopg.connect(postgres_admin_url, autocommit=True) as admin:
             admin.execute(f"DROP ROLE {role}")
+
+
+# -- databases that are not what they seem (issue 26, 4) --------------------------------------------
+
+
+def _damaged_copy(tmp_path: Path) -> Path:
+    copy = tmp_path / "damaged.sqlite"
+    shutil.copy(spider_db("concert_singer"), copy)
+    with copy.open("r+b") as handle:  # a b-tree page overwritten with garbage
+        handle.seek(4096 * 3)
+        handle.write(b"\x0d\x00\x00\xff\xff" + b"\x42" * 4000)
+    return copy
+
+
+@pytest.mark.parametrize("kind, message", [
+    ("empty file", "has no tables"), ("no tables", "has no tables"), ("damaged", r"is damaged \(Page 4"),
+])
+def test_a_database_that_is_not_one_to_ask_is_said_at_once(tmp_path: Path, kind: str, message: str,
+                                                           monkeypatch) -> None:
+    import groundsql.api
+
+    path = tmp_path / "db.sqlite"
+    if kind == "empty file":
+        path.write_bytes(b"")
+    elif kind == "no tables":
+        sqlite3.connect(path).execute("PRAGMA user_version = 3").connection.close()
+    else:
+        path = _damaged_copy(tmp_path)
+
+    def no_model(*_):
+        raise AssertionError("a model was loaded for a database that cannot be asked")
+
+    monkeypatch.setattr(groundsql.api, "build_llm", no_model)
+    with pytest.raises(DatabaseError, match=message):
+        groundsql.connect(path).ask("How many rows?")
+
+
+@pytest.mark.parametrize("name", ["with space%20.sqlite", "what?.sqlite", "100%.sqlite"])
+def test_a_file_name_is_a_name_not_url_syntax(tmp_path: Path, name: str) -> None:
+    path = tmp_path / name
+    shutil.copy(spider_db("concert_singer"), path)
+    with groundsql.connect(str(path)) as session:
+        assert session.run_sql("SELECT COUNT(*) FROM singer").rows == ((6,),)

@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
+from urllib.parse import quote
 from typing import Any
 
 from groundsql.config import Settings, data_home
@@ -136,10 +137,13 @@ def connect(
     if url is None:
         url = demo_database_url()
     elif isinstance(url, Path) or "://" not in str(url):
-        url = f"sqlite:///{Path(url).expanduser().resolve()}"
+        # A path, not a URL: `%20` or `?` in a file name are characters, not URL syntax.
+        url = f"sqlite:///{quote(str(Path(url).expanduser().resolve()), safe='/')}"
     if bank is not None and not isinstance(bank, QueryBank):
         bank = QueryBank.load(bank)
     if pack is not None:
         grounded = settings.grounded.model_copy(update={"pack": Path(pack).expanduser()})
         settings = settings.model_copy(update={"grounded": grounded})
-    return Session(Database(str(url), settings.database), llm, settings, bank)
+    db = Database(str(url), settings.database)
+    db.check()  # an empty or damaged database is said at once, before a model is loaded
+    return Session(db, llm, settings, bank)

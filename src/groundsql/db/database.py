@@ -74,6 +74,26 @@ class Database:
         if backend == "postgresql":
             self._check_role()
 
+    def check(self) -> None:
+        """Make sure this is a database to ask, before anything is spent on it (a session does
+        this when it opens, before any model is loaded): it opens, it has tables, and a SQLite
+        file's pages are not damaged (PRAGMA quick_check, within a few seconds: a file too large
+        to check in that time is left unchecked rather than made slow to open)."""
+        if not self.catalog().tables:
+            raise DatabaseError(f"{self._name()} has no tables: nothing to ask about")
+        if self.backend != "sqlite":
+            return
+        try:
+            verdict = self.execute("PRAGMA quick_check(1)", timeout_s=min(5.0, self.config.timeout_s)).rows
+        except QueryTimeoutError:
+            return
+        if verdict and verdict[0][0] != "ok":
+            found = "; ".join(line for line in str(verdict[0][0]).splitlines() if not line.startswith("***"))
+            raise DatabaseError(f"{self._name()} is damaged ({found}); restore it from a copy")
+
+    def _name(self) -> str:
+        return str(self._path) if self._path is not None else repr(self)
+
     # -- execution -------------------------------------------------------------------------
 
     def execute(self, sql: str, *, timeout_s: float | None = None, max_rows: int | None = None) -> QueryResult:

@@ -18,6 +18,8 @@ _READ_ACTIONS = {
 # introspection needs, and settings SQLAlchemy reads (not writes) on connect.
 _SCHEMA_PRAGMAS = {"table_info", "table_xinfo", "foreign_key_list", "index_list", "index_info", "index_xinfo"}
 _READABLE_SETTINGS = {"read_uncommitted"}
+# Reads every page to report damage (Database.check, before a session opens); it changes nothing.
+_CHECK_PRAGMAS = {"quick_check"}
 
 
 def _authorizer(action: int, arg1: str | None, arg2: str | None, *_: Any) -> int:
@@ -27,7 +29,7 @@ def _authorizer(action: int, arg1: str | None, arg2: str | None, *_: Any) -> int
         return sqlite3.SQLITE_OK
     if action == sqlite3.SQLITE_PRAGMA:
         pragma = (arg1 or "").lower()
-        if pragma in _SCHEMA_PRAGMAS or (pragma in _READABLE_SETTINGS and arg2 is None):
+        if pragma in _SCHEMA_PRAGMAS or pragma in _CHECK_PRAGMAS or (pragma in _READABLE_SETTINGS and arg2 is None):
             return sqlite3.SQLITE_OK
     return sqlite3.SQLITE_DENY
 
