@@ -23,6 +23,7 @@ from tests.test_end_to_end import _cli
         (["ask", "--model", "/nonexistent/model.gguf", "--db", "DB", "hi"], "no model file at /nonexistent/model.gguf"),
         (["ask", "--db", "DB", "caf\udce9"], "the question is not UTF-8 text (byte 0xe9 at character 4)"),
         (["ask", "--timeout", "0", "--db", "DB", "hi"], "timeout_s: Input should be greater than 0"),
+        (["schema", "--db", "postgresql://u:p@ss@127.0.0.1/db"], "must be percent-encoded: @ as %40"),
     ],
 )
 def test_errors_are_one_sentence(args: list[str], message: str) -> None:

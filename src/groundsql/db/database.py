@@ -59,6 +59,9 @@ class Database:
             parsed = make_url(url)
         except ArgumentError as err:
             raise ConfigError(f"not a database URL: {url!r} (e.g. sqlite:///path/to/file.db)") from err
+        if parsed.host and "@" in parsed.host:
+            raise ConfigError("the database URL's user name or password holds a character that must be "
+                              "percent-encoded: @ as %40 (and : as %3A, / as %2F, # as %23)")
         backend = parsed.get_backend_name()
         if backend not in _DIALECTS:
             supported = ", ".join(sorted(_DIALECTS))
