@@ -157,6 +157,48 @@ def test_run_scores_and_resumes(tmp_path: Path) -> None:
     assert len(rerun.pending()) == 1
     rerun.run()
     assert len(load_records(tmp_path / "results.jsonl")) == 6
+    # The cut record is gone, not left in the file beside its rerun.
+    assert all(json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines())
+
+
+def test_repeated_configurations_and_items_are_refused(tmp_path: Path) -> None:
+    items = _concert_items(2)
+    twice = [parse_config("gold", EVAL), parse_config("gold", EVAL)]
+    with pytest.raises(ConfigError, match="the configuration 'gold' is given twice"):
+        EvalRun(items=items, configs=twice, out_dir=tmp_path).run()
+    with pytest.raises(ConfigError, match=f"the item id {items[0].item_id!r} is given twice"):
+        EvalRun(items=[items[0], items[0]], configs=twice[:1], out_dir=tmp_path).run()
+    assert not (tmp_path / "results.jsonl").exists()
+
+
+def test_one_run_at_a_time_per_results_folder(tmp_path: Path) -> None:
+    import fcntl
+
+    tmp_path.mkdir(exist_ok=True)
+    with (tmp_path / ".lock").open("a") as other:  # another process's run, holding the folder
+        fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(ConfigError, match="another groundsql eval is writing to"):
+            EvalRun(items=_concert_items(1), configs=[parse_config("gold", EVAL)], out_dir=tmp_path).run()
+    EvalRun(items=_concert_items(1), configs=[parse_config("gold", EVAL)], out_dir=tmp_path).run()
+    assert len(load_records(tmp_path / "results.jsonl")) == 1
+
+
+def test_a_damaged_database_is_that_items_error_and_the_run_goes_on(tmp_path: Path) -> None:
+    from groundsql.evaluation.datasets import EvalItem
+
+    damaged = tmp_path / "damaged.sqlite"
+    shutil.copy(spider_db("concert_singer"), damaged)
+    with damaged.open("r+b") as handle:  # the schema's own page overwritten
+        handle.seek(100)
+        handle.write(b"\x42" * 3000)
+    good = _concert_items(1)[0]
+    bad = EvalItem(item_id="bad/1", db_id="damaged", db_url=f"sqlite:///{damaged}", question="How many?",
+                   gold_sql="SELECT 1")
+    EvalRun(items=[bad, good], configs=[parse_config("zero-shot", EVAL)], out_dir=tmp_path / "out",
+            llm=Scripted("SELECT COUNT(*) FROM singer")).run()
+    records = {r["item_id"]: r for r in load_records(tmp_path / "out" / "results.jsonl")}
+    assert "database" in records["bad/1"]["gold_error"]
+    assert records[good.item_id]["ex"] is True
 
 
 def test_a_bug_on_one_item_is_recorded_and_the_run_goes_on(tmp_path: Path, monkeypatch, caplog) -> None:

@@ -8,12 +8,13 @@ serves consecutive questions.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import random
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +23,7 @@ from typing import Any
 from groundsql.config import Settings
 from groundsql.conversation import Turn, answer_in_conversation
 from groundsql.db import Database, QueryResult
-from groundsql.errors import ConfigError, GroundsqlError
+from groundsql.errors import ConfigError, DatabaseError, GroundsqlError
 from groundsql.evaluation.configs import GOLD, EvalConfig
 from groundsql.evaluation.datasets import EvalItem
 from groundsql.evaluation.execution_match import gold_orders, results_match
@@ -101,19 +102,22 @@ class EvalRun:
     def run(self) -> None:
         if self.workers > 1 and any(item.metadata.get("conversation") for item in self.items):
             raise ConfigError("a conversation's turns are answered one after another: use --workers 1")
+        _refuse_repeats("configuration", [c.label for c in self.configs])
+        _refuse_repeats("item id", [i.item_id for i in self.items])
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        self._end_cut_line()
-        work = self.pending()
-        if self.workers <= 1:
-            for config, item in work:
-                self._record(self.evaluate(config, item))
-        else:
-            with ThreadPoolExecutor(self.workers) as pool:
-                for record in pool.map(lambda task: self.evaluate(*task), work):
-                    self._record(record)
-        if self.test_suite:
-            self._add_missing_test_suite_scores()
-        self.close()
+        with _exclusive(self.out_dir):
+            self._end_cut_line()
+            work = self.pending()
+            if self.workers <= 1:
+                for config, item in work:
+                    self._record(self.evaluate(config, item))
+            else:
+                with ThreadPoolExecutor(self.workers) as pool:
+                    for record in pool.map(lambda task: self.evaluate(*task), work):
+                        self._record(record)
+            if self.test_suite:
+                self._add_missing_test_suite_scores()
+            self.close()
 
     def _add_missing_test_suite_scores(self) -> None:
         """Records made without --test-suite, or scored on suites an older construction built,
@@ -147,14 +151,14 @@ class EvalRun:
             os.replace(tmp, self.results_path)
 
     def _end_cut_line(self) -> None:
-        """An interrupted write leaves a last line without its newline; close it, so the next
-        record starts on a line of its own (the cut line is skipped when read)."""
+        """An interrupted write leaves a last line without its newline: a record cut short.
+        It is removed (its item is pending again), so the file holds whole records only."""
         path = self.results_path
         if path.is_file() and path.stat().st_size:
-            with path.open("rb+") as handle:
-                handle.seek(-1, 2)
-                if handle.read(1) != b"\n":
-                    handle.write(b"\n")
+            data = path.read_bytes()
+            if not data.endswith(b"\n"):
+                with path.open("rb+") as handle:
+                    handle.truncate(data.rfind(b"\n") + 1)
 
     def _record(self, record: dict[str, Any]) -> None:
         with self._lock, self.results_path.open("a", encoding="utf-8") as out:
@@ -182,19 +186,22 @@ class EvalRun:
         gold = self._gold_result(db, item)
         if isinstance(gold, str):
             return {**record, "gold_error": gold}
-        answer = self._answer(config, item, db)
-        pred = QueryResult(answer.columns, answer.rows, answer.truncated, 0.0) if answer.ok else None
-        verdict = score(
-            question=item.question,
-            gold_sql=item.gold_sql,
-            gold=gold,
-            pred_sql=answer.sql if answer.ok else None,
-            pred=pred,
-            dialect=db.dialect,
-            schema=_schema_mapping(db),
-            ignore_limit=config.settings.safety.default_limit,
-            judge=self._llm(config.settings) if self.judge else None,
-        )
+        try:
+            answer = self._answer(config, item, db)
+            pred = QueryResult(answer.columns, answer.rows, answer.truncated, 0.0) if answer.ok else None
+            verdict = score(
+                question=item.question,
+                gold_sql=item.gold_sql,
+                gold=gold,
+                pred_sql=answer.sql if answer.ok else None,
+                pred=pred,
+                dialect=db.dialect,
+                schema=_schema_mapping(db),
+                ignore_limit=config.settings.safety.default_limit,
+                judge=self._llm(config.settings) if self.judge else None,
+            )
+        except DatabaseError as err:  # the database, not the strategy (a damaged file): this item only
+            return {**record, "gold_error": f"database: {err}"}
         if self.test_suite:
             record.update(self._test_suite_scores(db, item, gold, answer.sql if answer.ok else None))
         record.update(self._pool_scores(db, item, gold, answer.grounds.get("candidates"), config.settings))
@@ -416,6 +423,32 @@ def _schema_mapping(db: Database) -> dict[str, dict[str, str]]:
 
 def _rows(rows: tuple[tuple[Any, ...], ...]) -> list[list[Any]]:
     return [[json_value(v) for v in row] for row in rows[:_ROWS_KEPT]]
+
+
+def _refuse_repeats(what: str, names: list[str]) -> None:
+    # A repeated configuration or item would be answered and counted twice.
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise ConfigError(f"the {what} {name!r} is given twice")
+        seen.add(name)
+
+
+@contextlib.contextmanager
+def _exclusive(out_dir: Path) -> Iterator[None]:
+    """One run at a time per results folder: two would answer the same items and append both."""
+    import fcntl
+
+    with (out_dir / ".lock").open("a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ConfigError(f"another groundsql eval is writing to {out_dir}; wait for it or use "
+                              "another --out") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def load_records(path: Path) -> list[dict[str, Any]]:
