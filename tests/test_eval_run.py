@@ -100,6 +100,27 @@ def test_bird_and_jsonl_loaders(tmp_path: Path) -> None:
         load_benchmark(tmp_path)
 
 
+@pytest.mark.parametrize("layout, content, message", [
+    ("jsonl", '{"db": 123, "question": "q", "gold_sql": "SELECT 1"}', r"items.jsonl:1: 'db' must be text, found int 123"),
+    ("jsonl", '{"db": "x.sqlite", "question": null, "gold_sql": "SELECT 1"}', r"'question' must be text, found nothing"),
+    ("jsonl", '{"db": "x.sqlite", "turns": [{"question": "q"}]}', r"items.jsonl:1: turn 1: 'gold_sql' must be text"),
+    ("spider", '{"a": 1}', r"dev.json: expected a list of questions, found a JSON dict"),
+    ("spider", '[{"db_id": "c", "query": "SELECT 1"}]', r"dev.json: entry 0: 'question' must be text"),
+    ("spider", '[1, 2]', r"dev.json: entry 0: expected an object, found int"),
+])
+def test_malformed_benchmark_files_are_one_sentence(tmp_path: Path, layout: str, content: str,
+                                                     message: str) -> None:
+    if layout == "jsonl":
+        path = tmp_path / "items.jsonl"
+        path.write_text(content + "\n")
+    else:
+        (tmp_path / "database").mkdir()
+        (tmp_path / "dev.json").write_text(content)
+        path = tmp_path
+    with pytest.raises(ConfigError, match=message):
+        load_benchmark(path)
+
+
 def test_spider_hardness_rules() -> None:
     items = {i.gold_sql: i.category for i in load_benchmark(shared_benchmark("spider_dev"))}
     assert items["SELECT count(*) FROM singer"] == "easy"

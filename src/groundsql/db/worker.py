@@ -159,7 +159,10 @@ def main(argv: list[str]) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     # Ctrl-C in a terminal reaches the whole process group; the parent decides what stops.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    serve(Connection(fd))
+    try:
+        serve(Connection(fd))
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the parent is gone (it stopped, or was interrupted): nothing left to answer
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ from typing import Any
 
 from groundsql.errors import ConfigError
 from groundsql.evaluation.hardness import spider_hardness
-from groundsql.jsonl import field_error, read_jsonl
+from groundsql.jsonl import read_jsonl
 
 
 @dataclass(frozen=True)
@@ -47,9 +47,33 @@ def _sqlite_url(path: Path) -> str:
     return f"sqlite:///{path.resolve()}"
 
 
+def _entries(file: Path, fields: tuple[str, ...]) -> list[tuple[int, dict[str, Any]]]:
+    """A Spider or BIRD question file's entries, each with its text fields checked, so that a
+    malformed file is one sentence naming the file and the entry, not a traceback later."""
+    try:
+        entries = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise ConfigError(f"{file}: not a readable JSON file ({err})") from None
+    if not isinstance(entries, list):
+        raise ConfigError(f"{file}: expected a list of questions, found a JSON {type(entries).__name__}")
+    for index, raw in enumerate(entries):
+        for name in fields:
+            _require_text(raw, name, f"{file}: entry {index}")
+    return list(enumerate(entries))
+
+
+def _require_text(raw: Any, name: str, where: str) -> None:
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: expected an object, found {type(raw).__name__}")
+    value = raw.get(name)
+    if not isinstance(value, str) or not value.strip():
+        found = "nothing" if value is None else f"{type(value).__name__} {value!r}"[:80]
+        raise ConfigError(f"{where}: {name!r} must be text, found {found}")
+
+
 def load_spider(root: Path, split: str = "dev.json") -> list[EvalItem]:
     items = []
-    for index, raw in enumerate(json.loads((root / split).read_text(encoding="utf-8"))):
+    for index, raw in _entries(root / split, ("db_id", "question", "query")):
         db_id = raw["db_id"]
         metadata = {k: raw[k] for k in ("type", "idx", "step") if k in raw}
         if isinstance(raw.get("sql"), dict):
@@ -71,7 +95,8 @@ def load_spider(root: Path, split: str = "dev.json") -> list[EvalItem]:
 
 def load_bird(root: Path) -> list[EvalItem]:
     items = []
-    for index, raw in enumerate(json.loads((root / "dev.json").read_text(encoding="utf-8"))):
+    for index, raw in _entries(root / "dev.json", ("db_id", "question")):
+        _require_text({"SQL": raw.get("SQL") or raw.get("query")}, "SQL", f"{root / 'dev.json'}: entry {index}")
         db_id = raw["db_id"]
         items.append(
             EvalItem(
@@ -101,10 +126,9 @@ def load_jsonl(path: Path) -> list[EvalItem]:
         if "turns" in raw:
             items += _conversation_items(path, number, raw)
             continue
-        try:
-            db, question, gold = raw["db"], raw["question"], raw["gold_sql"]
-        except KeyError as err:
-            raise field_error(path, number, "a benchmark item", err) from err
+        for name in ("db", "question", "gold_sql"):
+            _require_text(raw, name, f"{path}:{number}")
+        db, question, gold = raw["db"], raw["question"], raw["gold_sql"]
         items.append(
             EvalItem(
                 item_id=str(raw.get("id", f"{path.stem}/{number}")),
@@ -121,12 +145,15 @@ def load_jsonl(path: Path) -> list[EvalItem]:
 
 
 def _conversation_items(path: Path, number: int, raw: dict[str, Any]) -> list[EvalItem]:
-    try:
-        db, turns = raw["db"], raw["turns"]
-        conversation = str(raw.get("id", f"{path.stem}/{number}"))
-        asked = [(turn["question"], turn["gold_sql"]) for turn in turns]
-    except (KeyError, TypeError) as err:
-        raise field_error(path, number, "a conversation", err) from err
+    _require_text(raw, "db", f"{path}:{number}")
+    if not isinstance(raw["turns"], list) or not raw["turns"]:
+        raise ConfigError(f"{path}:{number}: 'turns' must be a list of {{question, gold_sql}}")
+    for n, turn in enumerate(raw["turns"], start=1):
+        for name in ("question", "gold_sql"):
+            _require_text(turn, name, f"{path}:{number}: turn {n}")
+    db = raw["db"]
+    conversation = str(raw.get("id", f"{path.stem}/{number}"))
+    asked = [(turn["question"], turn["gold_sql"]) for turn in raw["turns"]]
     return [
         EvalItem(
             item_id=f"{conversation}#{n}",
