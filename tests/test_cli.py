@@ -24,6 +24,8 @@ from tests.test_end_to_end import _cli
         (["ask", "--db", "DB", "caf\udce9"], "the question is not UTF-8 text (byte 0xe9 at character 4)"),
         (["ask", "--timeout", "0", "--db", "DB", "hi"], "timeout_s: Input should be greater than 0"),
         (["schema", "--db", "postgresql://u:p@ss@127.0.0.1/db"], "must be percent-encoded: @ as %40"),
+        (["ask", "--strategy", "few-shot", "--bank", "/nonexistent/bank.jsonl", "--db", "DB", "hi"],
+         "cannot read /nonexistent/bank.jsonl: No such file or directory"),
     ],
 )
 def test_errors_are_one_sentence(args: list[str], message: str) -> None:
@@ -133,3 +135,13 @@ def test_ctrl_c_is_said_and_obeyed(tmp_path: Path, after_s: float) -> None:
     _, stderr = running.communicate(timeout=60)
     assert running.returncode == 130 and "interrupted" in stderr, stderr
     assert "Traceback" not in stderr
+
+
+def test_demo_out_never_replaces_a_file_without_force(tmp_path: Path) -> None:
+    mine = tmp_path / "mine.sqlite"
+    mine.write_bytes(b"my own data")
+    done = _cli("demo", "--out", str(mine))
+    assert done.returncode != 0 and "exists; add --force to replace it" in done.stderr
+    assert mine.read_bytes() == b"my own data"
+    assert _cli("demo", "--out", str(mine), "--force").returncode == 0
+    assert mine.read_bytes().startswith(b"SQLite format 3")

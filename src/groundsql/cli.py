@@ -198,6 +198,7 @@ def schema(
 @app.command()
 def demo(
     out_path: Annotated[Optional[str], typer.Option("--out", help="Write the demo database here.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing file at --out.")] = False,
 ) -> None:
     """Build the embedded demo financial database and print where it is."""
     from pathlib import Path
@@ -206,6 +207,8 @@ def demo(
     from groundsql.demo import build_demo_database
 
     if out_path:
+        if Path(out_path).exists() and not force:
+            raise ConfigError(f"{out_path} exists; add --force to replace it with the demo database")
         print(build_demo_database(Path(out_path)))
     else:
         print(demo_database_url().removeprefix("sqlite:///"))

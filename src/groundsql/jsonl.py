@@ -12,7 +12,13 @@ from groundsql.errors import ConfigError
 
 def read_jsonl(path: Path, what: str) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) for each non-blank line; a bad line is an error naming file:line."""
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise ConfigError(f"cannot read {path}: {err.strerror or err}") from None
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"{path} is not UTF-8 text (byte {err.start})") from None
+    for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
