@@ -24,6 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from groundsql.llm.store import write_text_atomic
+
 log = logging.getLogger("groundsql")
 
 _BIN, _META = ".bin", ".json"
@@ -88,7 +90,7 @@ class PrefixStore:
         try:
             full = {**record, "key": key, "bytes": saved.stat().st_size, "sha256": _sha256(saved),
                     "created": time.time()}
-            _write_atomic(meta, json.dumps(full, indent=1, sort_keys=True))
+            write_text_atomic(meta, json.dumps(full, indent=1, sort_keys=True))
             os.replace(saved, state)
         except OSError as err:
             log.warning("could not keep a prompt state in %s: %s", self.directory, err)
@@ -132,14 +134,3 @@ def _sha256(path: Path) -> str:
         while chunk := handle.read(1 << 20):
             digest.update(chunk)
     return digest.hexdigest()
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".part")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

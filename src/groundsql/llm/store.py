@@ -43,11 +43,20 @@ class ResponseStore:
             "request": request.model_dump(mode="json"),
             "completion": completion.model_dump(mode="json", exclude={"from_cache"}),
         }
-        # Write then rename, so a crash never leaves a half-written answer behind.
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        write_text_atomic(path, json.dumps(record, indent=1, ensure_ascii=False, sort_keys=True))
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write then rename, so a crash never leaves a half-written file behind (and a failed
+    write leaves no temporary file)."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".part")
+    try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(record, handle, indent=1, ensure_ascii=False, sort_keys=True)
+            handle.write(text)
         os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 class CachedLLM(LLM):
