@@ -16,13 +16,15 @@ than one, because each step reads the weights once for all of them.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import secrets
+import shutil
 import tempfile
 import threading
-from concurrent.futures import ThreadPoolExecutor
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -85,8 +87,11 @@ def _load_server(path: Path, identity: str, n_ctx: int, n_threads: int, slots: i
             # keeps other local users off it (slot save and restore write files).
             api_key = secrets.token_urlsafe(24)
             params.api_keys = [api_key]
-            # Without a store, slot copies still pass through files: a private folder.
-            state_dir = state_dir or Path(tempfile.mkdtemp(prefix="groundsql-slots-"))
+            # Without a store, slot copies still pass through files: a private folder, removed
+            # when the process ends.
+            if state_dir is None:
+                state_dir = Path(tempfile.mkdtemp(prefix="groundsql-slots-"))
+                atexit.register(shutil.rmtree, state_dir, True)
             params.slot_save_path = f"{state_dir}{os.sep}"  # the runtime joins it as a string
             params.endpoint_slots = True
             try:
