@@ -32,3 +32,13 @@ def read_jsonl(path: Path, what: str) -> Iterator[tuple[int, dict[str, Any]]]:
 
 def field_error(path: Path, number: int, what: str, err: Exception) -> ConfigError:
     return ConfigError(f"{path}:{number}: not {what} (missing or wrong field {err})")
+
+
+def require_text(raw: Any, name: str, where: str) -> None:
+    """`raw[name]` must be non-blank text; `where` names the file and entry in the error."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: expected an object, found {type(raw).__name__}")
+    value = raw.get(name)
+    if not isinstance(value, str) or not value.strip():
+        found = "nothing" if value is None else f"{type(value).__name__} {value!r}"[:80]
+        raise ConfigError(f"{where}: {name!r} must be text, found {found}")

@@ -13,7 +13,7 @@ from typing import Any
 
 from groundsql.errors import ConfigError
 from groundsql.evaluation.hardness import spider_hardness
-from groundsql.jsonl import read_jsonl
+from groundsql.jsonl import read_jsonl, require_text
 
 
 @dataclass(frozen=True)
@@ -58,17 +58,8 @@ def _entries(file: Path, fields: tuple[str, ...]) -> list[tuple[int, dict[str, A
         raise ConfigError(f"{file}: expected a list of questions, found a JSON {type(entries).__name__}")
     for index, raw in enumerate(entries):
         for name in fields:
-            _require_text(raw, name, f"{file}: entry {index}")
+            require_text(raw, name, f"{file}: entry {index}")
     return list(enumerate(entries))
-
-
-def _require_text(raw: Any, name: str, where: str) -> None:
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{where}: expected an object, found {type(raw).__name__}")
-    value = raw.get(name)
-    if not isinstance(value, str) or not value.strip():
-        found = "nothing" if value is None else f"{type(value).__name__} {value!r}"[:80]
-        raise ConfigError(f"{where}: {name!r} must be text, found {found}")
 
 
 def load_spider(root: Path, split: str = "dev.json") -> list[EvalItem]:
@@ -96,7 +87,7 @@ def load_spider(root: Path, split: str = "dev.json") -> list[EvalItem]:
 def load_bird(root: Path) -> list[EvalItem]:
     items = []
     for index, raw in _entries(root / "dev.json", ("db_id", "question")):
-        _require_text({"SQL": raw.get("SQL") or raw.get("query")}, "SQL", f"{root / 'dev.json'}: entry {index}")
+        require_text({"SQL": raw.get("SQL") or raw.get("query")}, "SQL", f"{root / 'dev.json'}: entry {index}")
         db_id = raw["db_id"]
         items.append(
             EvalItem(
@@ -127,7 +118,7 @@ def load_jsonl(path: Path) -> list[EvalItem]:
             items += _conversation_items(path, number, raw)
             continue
         for name in ("db", "question", "gold_sql"):
-            _require_text(raw, name, f"{path}:{number}")
+            require_text(raw, name, f"{path}:{number}")
         db, question, gold = raw["db"], raw["question"], raw["gold_sql"]
         items.append(
             EvalItem(
@@ -145,12 +136,12 @@ def load_jsonl(path: Path) -> list[EvalItem]:
 
 
 def _conversation_items(path: Path, number: int, raw: dict[str, Any]) -> list[EvalItem]:
-    _require_text(raw, "db", f"{path}:{number}")
+    require_text(raw, "db", f"{path}:{number}")
     if not isinstance(raw["turns"], list) or not raw["turns"]:
         raise ConfigError(f"{path}:{number}: 'turns' must be a list of {{question, gold_sql}}")
     for n, turn in enumerate(raw["turns"], start=1):
         for name in ("question", "gold_sql"):
-            _require_text(turn, name, f"{path}:{number}: turn {n}")
+            require_text(turn, name, f"{path}:{number}: turn {n}")
     db = raw["db"]
     conversation = str(raw.get("id", f"{path.stem}/{number}"))
     asked = [(turn["question"], turn["gold_sql"]) for turn in raw["turns"]]

@@ -18,7 +18,7 @@ deep as it is long, and walking up to the root from every column would be quadra
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from sqlglot import exp
@@ -127,8 +127,6 @@ def visible_schema(schema: "Schema", policy: SafetyConfig) -> "Schema":
     API's schema, MCP's describe_schema, the web page's schema browser)."""
     if policy.allowed_tables is None and policy.allowed_columns is None:
         return schema
-    from dataclasses import replace
-
     from groundsql.schema.model import Schema
 
     names = _Names(policy, schema.dialect, None)
