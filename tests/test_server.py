@@ -189,12 +189,17 @@ def test_what_no_query_may_read_is_shown_nowhere(tmp_path: Path, singers: Path) 
 # -- keys ---------------------------------------------------------------------------------------------
 
 
-def test_keys_allow_their_databases_only(tmp_path: Path, singers: Path) -> None:
-    other = tmp_path / "other.sqlite"
-    shutil.copy(spider_db("pets_1"), other)
+def with_pets(tmp_path: Path, singers: Path) -> dict:
+    """Two databases behind keys: the singers and a copy of pets_1 (for keys allowed one)."""
+    pets = tmp_path / "pets.sqlite"
+    shutil.copy(spider_db("pets_1"), pets)
     setup = config(tmp_path, singers, auth=True)
-    setup["databases"]["pets"] = {"url": str(other), "strategy": "zero-shot"}
-    with live_server(setup) as (url, service):
+    setup["databases"]["pets"] = {"url": str(pets), "strategy": "zero-shot"}
+    return setup
+
+
+def test_keys_allow_their_databases_only(tmp_path: Path, singers: Path) -> None:
+    with live_server(with_pets(tmp_path, singers)) as (url, service):
         pets_only = service.state.add_key("pets-app", ["pets"])
         everything = service.state.add_key("admin", [])
         missing = httpx.get(f"{url}/v1/databases")

@@ -31,7 +31,7 @@ from groundsql.llm import LLM, ChatRequest, Completion, build_llm
 from tests.conftest import REPO, spider_db
 from tests.server_harness import REPLAY_LLM, live_server
 from tests.test_grounded import scripted
-from tests.test_server import Slow, config, digest
+from tests.test_server import Slow, config, digest, with_pets
 
 CHROMIUM = Path("/usr/bin/chromium")
 SHOTS = REPO / "docs" / "screenshots"
@@ -394,11 +394,7 @@ def test_schema_browser_shows_tables_columns_descriptions_keys_and_reference_row
 
 def test_a_missing_key_is_asked_for_and_a_key_without_access_sees_nothing_of_that_database(
         tab: Page, tmp_path: Path, singers: Path) -> None:
-    pets = tmp_path / "pets.sqlite"
-    shutil.copy(spider_db("pets_1"), pets)
-    setup = config(tmp_path, singers, auth=True)
-    setup["databases"]["pets"] = {"url": str(pets), "strategy": "zero-shot"}
-    with live_server(setup) as (url, service):
+    with live_server(with_pets(tmp_path, singers)) as (url, service):
         pets_only = service.state.add_key("pets-app", ["pets"])
         everything = service.state.add_key("admin", [])
         tab.goto(f"{url}/")
