@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import threading
+import time
 import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -117,3 +122,50 @@ def duckdb_file(tmp_path: Path) -> Path:
     )
     conn.close()
     return path
+
+
+# -- a scripted OpenAI-compatible model server -----------------------------------------------
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """A model server answering from `script`: (HTTP status, body, seconds to wait first) each."""
+
+    script: list[tuple[int, str, float]] = []
+    seen: list[dict] = []
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        type(self).seen.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
+        status, payload, delay = type(self).script.pop(0)
+        time.sleep(delay)
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        try:
+            self.wfile.write(payload.encode())
+        except BrokenPipeError:
+            pass
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def http_server() -> Iterator[tuple[str, type[_Handler]]]:
+    """A scripted OpenAI-compatible server on a free port: its base URL and its handler class."""
+    handler = type("Handler", (_Handler,), {"script": [], "seen": []})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1", handler
+    server.shutdown()
+
+
+def ok_answer(text: str) -> str:
+    """An OpenAI-compatible chat answer saying `text`."""
+    return json.dumps(
+        {
+            "choices": [{"message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 120, "completion_tokens": 9},
+        }
+    )

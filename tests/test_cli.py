@@ -22,7 +22,7 @@ from tests.test_end_to_end import _cli
         (["ask", "--backend", "nope", "--db", "DB", "hi"], "error: backend: Input should be 'local', 'openai' or 'replay'"),
         (["ask", "--model", "/nonexistent/model.gguf", "--db", "DB", "hi"], "no model file at /nonexistent/model.gguf"),
         (["ask", "--db", "DB", "caf\udce9"], "the question is not UTF-8 text (byte 0xe9 at character 4)"),
-        (["ask", "--timeout", "0", "--db", "DB", "hi"], "timeout_s: Input should be greater than 0"),
+        (["ask", "--timeout", "0", "--db", "DB", "hi"], "question_timeout_s: Input should be greater than 0"),
         (["schema", "--db", "postgresql://u:p@ss@127.0.0.1/db"], "must be percent-encoded: @ as %40"),
         (["ask", "--strategy", "few-shot", "--bank", "/nonexistent/bank.jsonl", "--db", "DB", "hi"],
          "cannot read /nonexistent/bank.jsonl: No such file or directory"),
@@ -118,7 +118,7 @@ def test_privileged_postgres_role_is_refused_unless_allowed(postgres_admin_url: 
     assert allowed.returncode == 0 and "# Table: city" in allowed.stdout
 
 
-@pytest.mark.parametrize("after_s", [2.0, 5.0])  # after start-up: imports run before the handler exists
+@pytest.mark.parametrize("after_s", [0.1, 2.0, 5.0])  # while importing, starting, working
 def test_ctrl_c_is_said_and_obeyed(tmp_path: Path, after_s: float) -> None:
     import signal
     import subprocess
@@ -127,7 +127,7 @@ def test_ctrl_c_is_said_and_obeyed(tmp_path: Path, after_s: float) -> None:
 
     from tests.conftest import shared_benchmark
 
-    command = [sys.executable, "-m", "groundsql.cli", "eval", str(shared_benchmark("spider_dev")), "--config", "gold",
+    command = [sys.executable, "-m", "groundsql", "eval", str(shared_benchmark("spider_dev")), "--config", "gold",
                "--out", str(tmp_path / "out")]
     running = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(after_s)  # starting, or busy with the worker threads (the whole run takes longer)
@@ -145,3 +145,46 @@ def test_demo_out_never_replaces_a_file_without_force(tmp_path: Path) -> None:
     assert mine.read_bytes() == b"my own data"
     assert _cli("demo", "--out", str(mine), "--force").returncode == 0
     assert mine.read_bytes().startswith(b"SQLite format 3")
+
+
+# Every command with arguments that are wrong in the ways people get them wrong.
+BAD_ARGUMENTS = [
+    [], ["nope"], ["ask"], ["ask", "--db", "nope.sqlite", "hi"], ["ask", "--db", "", "hi"], ["ask", "--db", "DB", ""],
+    ["ask", "--strategy", "nope", "--db", "DB", "hi"], ["ask", "--timeout", "soon", "--db", "DB", "hi"],
+    ["ask", "--pack", "/nonexistent", "--strategy", "grounded", "--db", "DB", "hi"],
+    ["ask", "--pack", "DB", "--strategy", "grounded", "--db", "DB", "hi"],
+    ["schema", "--format", "xml", "--db", "DB"], ["schema", "--db", "/etc/passwd"], ["schema", "--db", "/tmp"],
+    ["schema", "--db", "postgresql+psycopg2://u@127.0.0.1:1/db"], ["schema", "--db", "mysql://u@127.0.0.1:1/db"],
+    ["demo", "--out", "/tmp"], ["init"], ["init", "--db", "DB", "--out", "DB"],
+    ["eval"], ["eval", "/nonexistent", "--config", "gold"], ["eval", "DB", "--config", "gold"],
+    ["eval", "src/groundsql/demo/eval.jsonl", "--config", "nope"],
+    ["eval", "src/groundsql/demo/eval.jsonl", "--config", "gold", "--limit", "-1"],
+    ["eval", "src/groundsql/demo/eval.jsonl", "--config", "gold", "--workers", "0"],
+    ["eval", "src/groundsql/demo/eval.jsonl", "--config", "zero-shot:k=x"],
+    ["eval", "src/groundsql/demo/eval.jsonl", "--config", "gold", "--bank", "/nonexistent"],
+    ["testsuite", "--sql", "SELECT nope", "--out", "TMP", "--db", "DB"],
+    ["testsuite", "--sql", "DROP TABLE singer", "--out", "TMP", "--db", "DB"],
+    ["testsuite", "--sql", "SELECT 1", "--out", "DB", "--db", "DB"],
+    ["serve", "--config", "/nonexistent.yaml"], ["serve", "--config", "DB"], ["serve", "--port", "99999"],
+    ["serve", "--config", "CONFIG"], ["mcp", "--transport", "nope"], ["mcp", "--config", "/nonexistent"],
+    ["models", "frob"], ["models", "pull"], ["models", "pull", "nope"],
+    ["keys", "add"], ["keys", "remove", "nobody"], ["keys", "list", "--config", "/nonexistent"],
+]
+
+
+def test_no_command_shows_a_traceback_for_bad_arguments(tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    config = tmp_path / "serve.yaml"
+    config.write_text("databases:\n  shop:\n    url: sqlite:///nowhere.sqlite\n  ports: 1\n")
+    places = {"DB": str(spider_db("concert_singer")), "CONFIG": str(config)}
+
+    def run(i: int, args: list[str]):
+        args = [places.get(a, str(tmp_path / f"out{i}") if a == "TMP" else a) for a in args]
+        return args, _cli(*args, env={"GROUNDSQL_HOME": str(tmp_path / "home"), "COLUMNS": "200"})
+
+    with ThreadPoolExecutor(4) as pool:
+        done = list(pool.map(run, range(len(BAD_ARGUMENTS)), BAD_ARGUMENTS))
+    failures = [f"{args}: exit {d.returncode}\n{d.stderr}" for args, d in done
+                if d.returncode == 0 or "Traceback" in d.stderr or not (d.stderr + d.stdout).strip()]
+    assert not failures, "\n\n".join(failures)

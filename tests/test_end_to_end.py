@@ -82,7 +82,7 @@ def test_demo_database(settings: Settings, model: str, question: str, gold_sql: 
 
 def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     groundsql_bin = Path(sys.executable).with_name("groundsql")
-    command = [str(groundsql_bin)] if groundsql_bin.exists() else [sys.executable, "-m", "groundsql.cli"]
+    command = [str(groundsql_bin)] if groundsql_bin.exists() else [sys.executable, "-m", "groundsql"]
     return subprocess.run(
         [*command, *args], capture_output=True, text=True, timeout=600, env={**os.environ, **(env or {})}
     )

@@ -355,3 +355,27 @@ def test_a_sample_keeps_conversations_whole_and_single_questions_as_before() -> 
              for c in range(6) for t in (1, 2, 3)]
     picked = sample(talks, 2, 0)
     assert len(picked) == 6 and len({i.metadata["conversation"] for i in picked}) == 2
+
+
+def test_ex_is_kept_in_both_of_spiders_modes(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from groundsql.evaluation.execution_match import without_distinct
+
+    assert without_distinct("SELECT count(DISTINCT a), 'distinct', \"distinct\" FROM t") == \
+        "SELECT count( a), 'distinct', \"distinct\" FROM t"
+    item = replace(_concert_items(1)[0], gold_sql="SELECT country FROM singer")
+    llm = Scripted("SELECT DISTINCT country FROM singer", "SELECT country FROM singer WHERE age > 99")
+    run = EvalRun(items=[item, replace(item, item_id="other")], configs=[parse_config("zero-shot", EVAL)],
+                  out_dir=tmp_path, llm=llm)
+    run.run()
+    distinct, empty = load_records(tmp_path / "results.jsonl")
+    assert (distinct["ex"], distinct["ex_spider"]) == (False, True)  # 3 countries against 6 rows
+    assert (empty["ex"], empty["ex_spider"]) == (False, False)
+    # A record of an earlier version gets its spider-default EX from the stored prediction.
+    lines = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps({k: v for k, v in r.items() if k != "ex_spider"}) + "\n"
+                                                    for r in lines))
+    EvalRun(items=[item, replace(item, item_id="other")], configs=[parse_config("zero-shot", EVAL)],
+            out_dir=tmp_path, llm=Scripted()).run()
+    assert [r["ex_spider"] for r in load_records(tmp_path / "results.jsonl")] == [True, False]

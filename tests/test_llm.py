@@ -7,7 +7,6 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -18,6 +17,7 @@ from groundsql.llm.base import LLM, ChatRequest, Completion
 from groundsql.llm.models import ModelSpec, _write_verified, provision_from_parts, resolve_gguf
 from groundsql.llm.openai_http import OpenAICompatibleLLM
 from groundsql.llm.store import CachedLLM, ReplayLLM, ResponseStore
+from tests.conftest import ok_answer as _ok
 
 
 class Scripted(LLM):
@@ -110,46 +110,6 @@ def test_replay_refuses_unknown_requests_and_records_on_demand(tmp_path: Path) -
 
 
 # -- OpenAI-compatible HTTP backend against a real local HTTP server ---------------------------
-
-
-class _Handler(BaseHTTPRequestHandler):
-    script: list[tuple[int, str, float]] = []
-    seen: list[dict] = []
-
-    def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        type(self).seen.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
-        status, payload, delay = type(self).script.pop(0)
-        time.sleep(delay)
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.end_headers()
-        try:
-            self.wfile.write(payload.encode())
-        except BrokenPipeError:
-            pass
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-@pytest.fixture
-def http_server() -> Iterator[tuple[str, type[_Handler]]]:
-    handler = type("Handler", (_Handler,), {"script": [], "seen": []})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1", handler
-    server.shutdown()
-
-
-def _ok(text: str) -> str:
-    return json.dumps(
-        {
-            "choices": [{"message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 120, "completion_tokens": 9},
-        }
-    )
 
 
 def test_http_backend_answers_and_accounts(http_server) -> None:

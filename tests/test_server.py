@@ -273,6 +273,15 @@ def test_a_question_past_its_deadline_is_504(tmp_path: Path, singers: Path) -> N
     assert events[-1] == ("error", {"code": "deadline", "message": "the answer took longer than the 1 s deadline"})
 
 
+def test_work_past_its_deadline_stops_rather_than_holding_its_slot(tmp_path: Path, singers: Path) -> None:
+    slow = Slow(delay_s=0.6)
+    with live_server(config(tmp_path, singers, deadline_s=1), llm=slow) as (url, _):
+        ask = {"database": "singers", "question": "How many singers?", "strategy": "self-consistency"}
+        assert httpx.post(f"{url}/v1/ask", json=ask, timeout=10).status_code == 504
+        time.sleep(2.5)  # five samples of 0.6 s would still be running without the deadline
+        assert slow.calls <= 3
+
+
 def test_a_model_failure_is_an_answer_not_a_crash(tmp_path: Path, singers: Path) -> None:
     with live_server(config(tmp_path, singers), llm=Slow("!the model server is down")) as (url, _):
         answer = httpx.post(f"{url}/v1/ask", json={"database": "singers", "question": "How many singers?"})

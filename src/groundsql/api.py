@@ -12,6 +12,9 @@ from typing import Any
 from groundsql.config import Settings, data_home
 from groundsql.conversation import Turn, answer_in_conversation
 from groundsql.db import Database, QueryResult
+from groundsql.deadline import question_deadline
+from groundsql.errors import ConfigError
+from groundsql.files import reason, writable_folder
 from groundsql.llm import LLM, build_llm
 from groundsql.retrieval import Example, QueryBank
 from groundsql.safety.tables import visible_schema
@@ -22,14 +25,23 @@ from groundsql.strategies.answer import Step
 
 def demo_database_url() -> str:
     """The embedded demo financial database, generated on first use (deterministically)."""
-    from groundsql.demo import DEMO_DB_FILENAME, build_demo_database, demo_database_version
+    from groundsql.demo import DEMO_DB_FILENAME, demo_database_version
 
     path = data_home() / "demo" / DEMO_DB_FILENAME
     # Rebuilt when missing or made by an older generator (its version is in user_version).
     if demo_database_version(path) is None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        build_demo_database(path)
+        write_demo_database(path, hint="set GROUNDSQL_HOME to a folder that takes files")
     return f"sqlite:///{path}"
+
+
+def write_demo_database(path: Path, hint: str = "") -> Path:
+    from groundsql.demo import build_demo_database
+
+    writable_folder(path.parent, "the demo database", hint)
+    try:
+        return build_demo_database(path)
+    except OSError as err:
+        raise ConfigError(f"cannot write the demo database to {path}: {reason(err)}") from None
 
 
 class Session:
@@ -72,7 +84,8 @@ class Session:
         if not question.strip():
             raise ValueError("the question is empty")
         ctx = replace(self.context, on_step=on_step) if on_step is not None else self.context
-        return answer_in_conversation(question, history, strategy, ctx)
+        with question_deadline(self.settings.llm.question_timeout_s):
+            return answer_in_conversation(question, history, strategy, ctx)
 
     def run_sql(self, sql: str) -> QueryResult:
         """Run SQL of your own through the same validator and read-only connection."""

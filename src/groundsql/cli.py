@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from typing import Annotated, Literal, Optional
 
@@ -15,6 +16,7 @@ from rich.table import Table
 from groundsql.config import DatabaseConfig, LLMConfig, Settings
 from groundsql.display import literal, show, visible
 from groundsql.errors import ConfigError, GroundsqlError
+from groundsql.files import reason, writable_folder
 
 app = typer.Typer(
     help="Ask a database a question in plain language; get safe SQL, its result and its grounds.",
@@ -29,6 +31,22 @@ app.add_typer(keys_app, name="keys")
 
 out = Console()
 err = Console(stderr=True)
+
+
+def _print_version(wanted: bool) -> None:
+    if wanted:
+        from groundsql import __version__
+
+        print(f"groundsql {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    """Ask a database a question in plain language; get safe SQL, its result and its grounds."""
 
 DbOption = Annotated[
     Optional[str],
@@ -51,7 +69,7 @@ def _settings(
     llm = LLMConfig()
     updates: dict[str, object] = {}
     if timeout_s is not None:
-        updates["timeout_s"] = timeout_s
+        updates["question_timeout_s"] = timeout_s
     if backend:
         updates["backend"] = backend
     if model:
@@ -89,7 +107,8 @@ def ask(
     ] = None,
     allow_privileged_role: PrivilegedOption = False,
     timeout: Annotated[
-        Optional[float], typer.Option(help="Seconds a model call may take, all its retries together (default 300).")
+        Optional[float], typer.Option(help="Seconds the question may take, its model calls and queries together "
+                                     "(default: no bound but each model call's 300 s).")
     ] = None,
 ) -> None:
     """Answer QUESTION with a validated, read-only SQL query and its result."""
@@ -203,13 +222,12 @@ def demo(
     """Build the embedded demo financial database and print where it is."""
     from pathlib import Path
 
-    from groundsql.api import demo_database_url
-    from groundsql.demo import build_demo_database
+    from groundsql.api import demo_database_url, write_demo_database
 
     if out_path:
         if Path(out_path).exists() and not force:
             raise ConfigError(f"{out_path} exists; add --force to replace it with the demo database")
-        print(build_demo_database(Path(out_path)))
+        print(write_demo_database(Path(out_path)))
     else:
         print(demo_database_url().removeprefix("sqlite:///"))
 
@@ -265,9 +283,9 @@ def eval_command(
         list[str],
         typer.Option("--config", help="NAME[:key=value,...]; repeat to compare side by side."),
     ] = ["zero-shot"],  # noqa: B006 - typer needs a literal default
-    limit: Annotated[Optional[int], typer.Option(help="A fixed random sample of N items.")] = None,
+    limit: Annotated[Optional[int], typer.Option(min=1, help="A fixed random sample of N items.")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the sample.")] = 0,
-    workers: Annotated[int, typer.Option(help="Items evaluated at once.")] = 1,
+    workers: Annotated[int, typer.Option(min=1, help="Items evaluated at once.")] = 1,
     out_folder: Annotated[
         Optional[str], typer.Option("--out", help="Results folder; a run there is resumed.")
     ] = None,
@@ -279,6 +297,10 @@ def eval_command(
         typer.Option(help="Query bank (JSONL) for few-shot; default: the benchmark's items from other databases."),
     ] = None,
     judge: Annotated[bool, typer.Option(help="Let the model judge tier 3 of the semantic check.")] = False,
+    ex_mode: Annotated[
+        str, typer.Option(help="keep-distinct: queries run as written (Spider's evaluator with --keep_distinct); "
+                               "spider-default: every DISTINCT removed from both first, as that evaluator does by default.")
+    ] = "keep-distinct",
     no_cache: Annotated[
         bool, typer.Option("--no-cache", help="Reach the model every time (honest latencies).")
     ] = False,
@@ -292,6 +314,8 @@ def eval_command(
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    if ex_mode not in _EX_MODES:
+        raise ConfigError(f"unknown --ex-mode {ex_mode!r} (use {' or '.join(_EX_MODES)})")
     from groundsql.evaluation.configs import parse_config
     from groundsql.evaluation.datasets import load_benchmark
     from groundsql.evaluation.report import write_reports
@@ -309,6 +333,7 @@ def eval_command(
     all_items = load_benchmark(benchmark)
     items = sample(all_items, limit, seed)
     out_dir = Path(out_folder or f"eval-runs/{Path(benchmark).stem}-{dt.datetime.now():%Y%m%d-%H%M%S}")
+    writable_folder(out_dir, "the results (--out)")  # before the progress bars, not after
     run = EvalRun(
         items=items,
         configs=configs,
@@ -351,11 +376,21 @@ def eval_command(
         "configs": config,
         "date": dt.datetime.now().isoformat(timespec="seconds"),
     }
-    paths = write_reports(load_records(run.results_path), out_dir, meta=meta)
+    records = load_records(run.results_path)
+    if ex_mode == "spider-default":
+        records = [{**r, "ex": r["ex_spider"]} if "ex_spider" in r else r for r in records]
+    meta["EX"] = _EX_MODES[ex_mode]
+    paths = write_reports(records, out_dir, meta=meta)
     markdown = next(p for p in paths.values() if p.suffix == ".md")
     print(markdown.read_text(encoding="utf-8"))
     for path in paths.values():
         show(err, f"wrote {path}")
+
+
+_EX_MODES = {
+    "keep-distinct": "keep-distinct (queries run as written; Spider's evaluator with --keep_distinct)",
+    "spider-default": "spider-default (every DISTINCT removed from both queries first; Spider's evaluator's default)",
+}
 
 
 def _eval_label(label: str, correct: int, seen: int) -> str:
@@ -536,6 +571,7 @@ def _stop_on_interrupt() -> None:
     import threading
 
     if len(sys.argv) > 1 and sys.argv[1] in ("serve", "mcp"):
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # uvicorn's and anyio's to take
         return
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "sigwait"):
         return
@@ -557,12 +593,25 @@ def _stop_on_interrupt() -> None:
     threading.Thread(target=receive, name="groundsql-interrupt", daemon=True).start()
 
 
+class _Warnings(logging.Handler):
+    """groundsql's warnings (a cache that cannot be written, a damaged saved state) as one
+    literal line each on standard error."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        show(err, ("warning: ", "yellow"), record.getMessage())
+
+
 def main() -> None:
     _stop_on_interrupt()
+    logging.getLogger("groundsql").addHandler(_Warnings(logging.WARNING))
     try:
         app()
     except GroundsqlError as error:
         show(err, ("error: ", "red"), error)
+        sys.exit(1)
+    except OSError as error:  # a disk that is full or read-only where no check foresaw it
+        where = f"{error.filename}: " if error.filename else ""
+        show(err, ("error: ", "red"), f"{where}{reason(error)}")
         sys.exit(1)
     except ValidationError as error:  # a bad option value, caught by the configuration model
         first = error.errors()[0]

@@ -42,6 +42,8 @@ class LLMConfig(_Frozen):
     temperature: float = Field(0.0, ge=0.0, le=2.0)
     max_tokens: int = Field(512, ge=1, le=32768)
     timeout_s: float = Field(300.0, gt=0)
+    # One question's model calls and queries together (deadline.py); None: only each call's own.
+    question_timeout_s: float | None = Field(None, gt=0)
     retries: int = Field(2, ge=0, le=10)
     n_ctx: int = Field(8192, ge=512)
     n_threads: int | None = Field(None, ge=1)  # default: all cores

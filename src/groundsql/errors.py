@@ -56,3 +56,7 @@ class UnsafeSQLError(GroundsqlError):
 
 class GenerationError(GroundsqlError):
     """The model produced no usable SQL, even after the allowed retries."""
+
+
+class QuestionTimeoutError(GroundsqlError):
+    """A question's own deadline passed before it was answered (deadline.py)."""

@@ -23,6 +23,8 @@ def read_yaml(path: Path) -> tuple[Any, dict[Where, int]]:
         text = path.read_text(encoding="utf-8")
     except OSError as err:
         raise ConfigError(f"{path}: cannot read it ({err.strerror})") from err
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"{path}: not a YAML file (byte {err.start + 1} is not UTF-8 text)") from None
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
         data = yaml.safe_load(text)

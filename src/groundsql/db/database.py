@@ -30,6 +30,7 @@ from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
 from groundsql.config import DatabaseConfig
 from groundsql.db.engines import engine_for
+from groundsql.deadline import bounded
 from groundsql.errors import ConfigError, DatabaseError, QueryTimeoutError
 
 if TYPE_CHECKING:
@@ -103,7 +104,7 @@ class Database:
         """Run one statement read-only in a query worker; at most `max_rows` rows come back."""
         from groundsql.db.pool import WorkerLost, pool_for
 
-        timeout_s = timeout_s or self.config.timeout_s
+        timeout_s = bounded(timeout_s or self.config.timeout_s)  # the question's deadline too
         max_rows = max_rows or self.config.max_rows
         request = {
             "op": "run", "spec": self._spec(), "sql": sql, "timeout_s": timeout_s,
@@ -164,6 +165,8 @@ class Database:
         path = Path(database).expanduser().resolve()
         if not path.is_file():
             raise ConfigError(f"no {'SQLite' if self.backend == 'sqlite' else 'DuckDB'} database at {path}")
+        if self.backend == "sqlite" and not _looks_like_sqlite(path):
+            raise ConfigError(f"{path} is not a SQLite database (it does not begin with SQLite's header)")
         return path
 
     def _check_role(self) -> None:
@@ -263,3 +266,13 @@ def _sqlalchemy_dialect(backend: str) -> sa.engine.Dialect:
     from sqlalchemy.dialects import postgresql
 
     return postgresql.dialect()
+
+
+def _looks_like_sqlite(path: Path) -> bool:
+    """An empty file is an empty database to SQLite; anything else begins with its header."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(16)
+    except OSError as err:
+        raise ConfigError(f"cannot read {path}: {err.strerror}") from None
+    return not head or head == b"SQLite format 3\x00"

@@ -20,6 +20,7 @@ __all__ = [
     "gold_orders",
     "hashable_value",
     "results_match",
+    "without_distinct",
 ]
 
 # The official code enumerates `itertools.product` of the per-column candidates and skips
@@ -40,6 +41,26 @@ def gold_orders(gold_sql: str) -> bool:
     evaluator judges them, so our EX numbers are comparable with published ones.
     """
     return "order by" in gold_sql.lower()
+
+
+def without_distinct(sql: str, dialect: str = "sqlite") -> str:
+    """`sql` with every DISTINCT keyword removed, as Spider's official evaluator does to both
+    queries unless it runs with --keep_distinct (evaluation.py, `remove_distinct`: a token-level
+    cut, so COUNT(DISTINCT x) becomes COUNT(x) too). Strings and quoted names are left alone.
+    A query the tokenizer cannot read is returned unchanged."""
+    from sqlglot.errors import SqlglotError
+    from sqlglot.tokens import TokenType
+
+    import sqlglot
+
+    try:
+        tokens = sqlglot.Dialect.get_or_raise(dialect).tokenize(sql)
+    except SqlglotError:
+        return sql
+    cuts = [(t.start, t.end + 1) for t in tokens if t.token_type == TokenType.DISTINCT]
+    for start, end in reversed(cuts):
+        sql = sql[:start] + sql[end:]
+    return sql
 
 
 def results_match(

@@ -30,6 +30,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from groundsql.errors import GroundsqlError
+from groundsql.files import reason, writable_folder, write_text_atomic
+
 PERCENTILE_METHOD = "nearest-rank"
 JSON_FILE, MARKDOWN_FILE, HTML_FILE = "report.json", "report.md", "report.html"
 
@@ -717,13 +720,18 @@ def write_reports(
     meta = dict(meta or {})
     summary = summarize(records)
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    writable_folder(out_dir, "the reports (--out)")
     paths = {"json": out_dir / JSON_FILE, "markdown": out_dir / MARKDOWN_FILE,
              "html": out_dir / HTML_FILE}
     document = {"title": title, "meta": meta, **summary}
     # default=str: meta may carry paths or dates; the report must not fail over them.
-    paths["json"].write_text(json.dumps(document, indent=2, ensure_ascii=False, default=str) + "\n",
-                             encoding="utf-8")
-    paths["markdown"].write_text(render_markdown(summary, title, meta), encoding="utf-8")
-    paths["html"].write_text(render_html(summary, records, title, meta), encoding="utf-8")
+    texts = {"json": json.dumps(document, indent=2, ensure_ascii=False, default=str) + "\n",
+             "markdown": render_markdown(summary, title, meta),
+             "html": render_html(summary, records, title, meta)}
+    for kind, text in texts.items():
+        try:
+            write_text_atomic(paths[kind], text)
+        except OSError as err:
+            raise GroundsqlError(f"cannot write {paths[kind]}: {reason(err)} (the results are kept in "
+                                 f"{out_dir}; the same command writes the reports again)") from None
     return paths

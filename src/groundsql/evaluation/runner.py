@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
 import random
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -23,11 +22,13 @@ from typing import Any
 from groundsql.config import Settings
 from groundsql.conversation import Turn, answer_in_conversation
 from groundsql.db import Database, QueryResult
+from groundsql.deadline import question_deadline
 from groundsql.errors import ConfigError, DatabaseError, GroundsqlError
 from groundsql.evaluation.configs import GOLD, EvalConfig
 from groundsql.evaluation.datasets import EvalItem
-from groundsql.evaluation.execution_match import gold_orders, results_match
+from groundsql.evaluation.execution_match import gold_orders, results_match, without_distinct
 from groundsql.evaluation.scoring import score
+from groundsql.files import reason, writable_folder, write_text_atomic
 from groundsql.llm import LLM, build_llm
 from groundsql.retrieval import Example, QueryBank
 from groundsql.safety import run_validated
@@ -104,7 +105,7 @@ class EvalRun:
             raise ConfigError("a conversation's turns are answered one after another: use --workers 1")
         _refuse_repeats("configuration", [c.label for c in self.configs])
         _refuse_repeats("item id", [i.item_id for i in self.items])
-        self.out_dir.mkdir(parents=True, exist_ok=True)
+        writable_folder(self.out_dir, "the results (--out)")
         with _exclusive(self.out_dir):
             self._end_cut_line()
             work = self.pending()
@@ -115,9 +116,29 @@ class EvalRun:
                 with ThreadPoolExecutor(self.workers) as pool:
                     for record in pool.map(lambda task: self.evaluate(*task), work):
                         self._record(record)
+            self._add_missing_spider_ex()
             if self.test_suite:
                 self._add_missing_test_suite_scores()
             self.close()
+
+    def _add_missing_spider_ex(self) -> None:
+        """Records of an earlier version, made without `ex_spider`, get it from their stored
+        prediction (no model call)."""
+        records = load_records(self.results_path)
+        items = {i.item_id: i for i in self.items}
+        configs = {c.label: c for c in self.configs}
+        changed = False
+        for record in records:
+            item, config = items.get(record["item_id"]), configs.get(record["config"])
+            if "ex_spider" in record or "gold_error" in record or item is None or config is None:
+                continue
+            db = self._database(item.db_url, config.settings)
+            pred_sql = record.get("pred_sql") if not record.get("error") else None
+            record["ex_spider"] = self._ex_without_distinct(db, item, pred_sql, bool(record.get("ex")), config.settings)
+            changed = True
+        if changed:
+            self._write(lambda: write_text_atomic(
+                self.results_path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)))
 
     def _add_missing_test_suite_scores(self) -> None:
         """Records made without --test-suite, or scored on suites an older construction built,
@@ -146,9 +167,8 @@ class EvalRun:
                     record.update(self._pool_scores(db, item, gold, candidates, self.configs[0].settings))
                 changed = True
         if changed:
-            tmp = self.results_path.with_suffix(".jsonl.tmp")
-            tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
-            os.replace(tmp, self.results_path)
+            self._write(lambda: write_text_atomic(
+                self.results_path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)))
 
     def _end_cut_line(self) -> None:
         """An interrupted write leaves a last line without its newline: a record cut short.
@@ -161,12 +181,25 @@ class EvalRun:
                     handle.truncate(data.rfind(b"\n") + 1)
 
     def _record(self, record: dict[str, Any]) -> None:
-        with self._lock, self.results_path.open("a", encoding="utf-8") as out:
-            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+        def append() -> None:
+            with self.results_path.open("a", encoding="utf-8") as out:
+                out.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+        with self._lock:
+            self._write(append)
             if self._turns is not None:
                 self._turns[(record["config"], record["item_id"])] = record
         if self.on_record:
             self.on_record(record)
+
+    def _write(self, write: Callable[[], None]) -> None:
+        """A full or read-only disk stops the run with what to do; every record written before
+        is whole (a cut last line is removed on resume), so the same command goes on from there."""
+        try:
+            write()
+        except OSError as err:
+            raise GroundsqlError(f"cannot write {self.results_path}: {reason(err)}; the records "
+                                 "written before are kept, and the same command resumes after them") from None
 
     # -- one item -------------------------------------------------------------------------
 
@@ -202,8 +235,10 @@ class EvalRun:
             )
         except DatabaseError as err:  # the database, not the strategy (a damaged file): this item only
             return {**record, "gold_error": f"database: {err}"}
+        pred_sql = answer.sql if answer.ok else None
+        record["ex_spider"] = self._ex_without_distinct(db, item, pred_sql, verdict.ex, config.settings)
         if self.test_suite:
-            record.update(self._test_suite_scores(db, item, gold, answer.sql if answer.ok else None))
+            record.update(self._test_suite_scores(db, item, gold, pred_sql))
         record.update(self._pool_scores(db, item, gold, answer.grounds.get("candidates"), config.settings))
         return {
             **record,
@@ -241,7 +276,8 @@ class EvalRun:
             return _gold_answer(item, ctx)
         question = f"{item.question}\nHint: {item.evidence}" if item.evidence else item.question
         try:
-            return answer_in_conversation(question, self._history(config, item), config.strategy, ctx)
+            with question_deadline(ctx.settings.llm.question_timeout_s):
+                return answer_in_conversation(question, self._history(config, item), config.strategy, ctx)
         except GroundsqlError as err:
             return Trace(item.question, config.strategy).finish(sql=None, error=str(err))
         except Exception as err:  # a bug: recorded and logged, not the end of an hours-long run
@@ -322,6 +358,23 @@ class EvalRun:
             except GroundsqlError as err:
                 self._gold[key] = f"gold query failed: {err}"
         return self._gold[key]
+
+    def _ex_without_distinct(self, db: Database, item: EvalItem, pred_sql: str | None, ex: bool,
+                             settings: Settings) -> bool:
+        """EX as Spider's official evaluator reports it by default: every DISTINCT removed from
+        both queries before they run (`--ex-mode spider-default`). The record's `ex` keeps them
+        (the evaluator's --keep_distinct, groundsql's default)."""
+        if pred_sql is None:
+            return False
+        gold_sql, pred_cut = without_distinct(item.gold_sql, db.dialect), without_distinct(pred_sql, db.dialect)
+        if gold_sql == item.gold_sql and pred_cut == pred_sql:
+            return ex
+        try:
+            gold = db.execute(gold_sql)
+            pred = run_validated(db, pred_cut, settings.safety)[1]
+        except GroundsqlError:  # officially: a query that fails once cut scores 0
+            return False
+        return results_match(gold.rows, pred.rows, gold_orders(gold_sql))
 
     def _test_suite_scores(
         self, db: Database, item: EvalItem, gold: QueryResult, pred_sql: str | None

@@ -23,7 +23,7 @@ def build_llm(config: LLMConfig) -> LLM:
         return ReplayLLM(ResponseStore(Path(config.replay_dir)), config.model, record_from)
     inner = _live_backend(config)
     if config.cache:
-        return CachedLLM(inner, ResponseStore(config.cache_dir or data_home() / "llm-cache"))
+        return CachedLLM(inner, ResponseStore(config.cache_dir or data_home() / "llm-cache", cache=True))
     return inner
 
 

@@ -16,6 +16,7 @@ from typing import Any, Literal, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from groundsql.deadline import bounded, question_left_s
 from groundsql.errors import LLMError
 
 
@@ -78,9 +79,10 @@ _DEADLINE: ContextVar[float | None] = ContextVar("groundsql_llm_deadline", defau
 
 
 def remaining_s(default: float) -> float:
-    """Seconds left for the call in progress (`default` outside one)."""
+    """Seconds left for the call in progress (`default` outside one), and never more than the
+    question being answered has left (deadline.py)."""
     deadline = _DEADLINE.get()
-    return default if deadline is None else max(0.0, deadline - time.monotonic())
+    return bounded(default if deadline is None else max(0.0, deadline - time.monotonic()))
 
 
 class LLM(ABC):
@@ -115,6 +117,7 @@ class LLM(ABC):
         for attempt in range(self.retries + 1):
             if attempt:
                 time.sleep(self.retry_backoff_s * attempt)
+            question_left_s()  # raises when the question's own time is up
             if self.timeout_s and remaining_s(self.timeout_s) <= 0:
                 raise LLMError(f"{self.model_id} gave no answer within {self.timeout_s:g} s"
                                + (f" ({last_error})" if last_error else ""), retryable=False)

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from groundsql.llm.store import write_text_atomic
+from groundsql.files import write_text_atomic
 
 log = logging.getLogger("groundsql")
 

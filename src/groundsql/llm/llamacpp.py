@@ -31,8 +31,9 @@ from typing import Any, Sequence
 
 import httpx
 
+from groundsql.deadline import in_context
 from groundsql.errors import LLMError
-from groundsql.llm.base import LLM, ChatRequest, Completion
+from groundsql.llm.base import LLM, ChatRequest, Completion, remaining_s
 from groundsql.llm.kvstore import PrefixStore, prefix_key
 from groundsql.llm.models import ModelSpec, lookup, resolve_gguf
 
@@ -167,7 +168,7 @@ class LlamaCppLLM(LLM):
             with ThreadPoolExecutor(len(slots)) as pool:
                 for start in range(0, len(rest), len(slots)):
                     batch = rest[start:start + len(slots)]
-                    results += pool.map(self._attempt_on, batch, slots)
+                    results += pool.map(in_context(self._attempt_on), batch, slots)
         return results
 
     def _attempt_on(self, request: ChatRequest, slot: int) -> Completion | LLMError:
@@ -185,7 +186,7 @@ class LlamaCppLLM(LLM):
             "cache_prompt": True,
             "id_slot": slot,
             # llama.cpp's own bound on generation time, so a runaway answer cannot hang us.
-            "t_max_predict_ms": int(self.timeout_s * 1000),
+            "t_max_predict_ms": max(1, int(remaining_s(self.timeout_s) * 1000)),
         }
         if request.stop:
             body["stop"] = list(request.stop)

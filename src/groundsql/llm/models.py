@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import BinaryIO, Iterator
 
 from groundsql.config import data_home
+from groundsql.files import reason
 from groundsql.errors import ModelProvisioningError
 
 _CHUNK = 8 * 1024 * 1024
@@ -158,6 +159,15 @@ def _read_chunks(handle: BinaryIO) -> Iterator[bytes]:
 
 def _write_verified(chunks: Iterator[bytes], spec: ModelSpec, target: Path) -> Path:
     """Write `chunks` to `target` only if they hash to the published SHA-256."""
+    try:
+        return _write_checked(chunks, spec, target)
+    except OSError as err:  # a full disk, or a data folder that takes no files
+        raise ModelProvisioningError(
+            f"cannot write the weights of {spec.name} ({spec.size / 2**30:.1f} GB) to {target.parent}: "
+            f"{reason(err)}; free space there or set GROUNDSQL_HOME to another folder") from None
+
+
+def _write_checked(chunks: Iterator[bytes], spec: ModelSpec, target: Path) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256()
     fd, tmp_name = tempfile.mkstemp(dir=target.parent, suffix=".part")

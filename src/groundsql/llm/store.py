@@ -8,19 +8,22 @@ readable JSON file holding the request too, so a recording can be reviewed in a 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Callable, Sequence
 
 from groundsql.errors import LLMError
+from groundsql.files import cache_failed, write_text_atomic
 from groundsql.llm.base import LLM, ChatRequest, Completion
 
 
 class ResponseStore:
-    def __init__(self, directory: Path) -> None:
+    """`cache=True`: a write that fails is a warning (the answer is the point, keeping it an
+    optimisation); recordings for replay must be written, so there it is an error."""
+
+    def __init__(self, directory: Path, *, cache: bool = False) -> None:
         self.directory = Path(directory)
+        self.cache = cache
 
     def _path(self, key: str) -> Path:
         return self.directory / key[:2] / f"{key}.json"
@@ -38,25 +41,17 @@ class ResponseStore:
 
     def put(self, key: str, request: ChatRequest, completion: Completion) -> None:
         path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
         record = {
             "request": request.model_dump(mode="json"),
             "completion": completion.model_dump(mode="json", exclude={"from_cache"}),
         }
-        write_text_atomic(path, json.dumps(record, indent=1, ensure_ascii=False, sort_keys=True))
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write then rename, so a crash never leaves a half-written file behind (and a failed
-    write leaves no temporary file)."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".part")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_text_atomic(path, json.dumps(record, indent=1, ensure_ascii=False, sort_keys=True))
+        except OSError as err:
+            if not self.cache:
+                raise
+            cache_failed("the answer cache", self.directory, err)
 
 
 class CachedLLM(LLM):

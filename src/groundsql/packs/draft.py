@@ -35,6 +35,7 @@ import yaml
 
 from groundsql.db import Database
 from groundsql.errors import ConfigError, GroundsqlError
+from groundsql.files import reason, writable_folder, write_text_atomic
 from groundsql.packs.load import BANK_FILE, PACK_FILE, SCHEMA_FILE
 from groundsql.packs.model import EntityTable, PackFile, ReferenceTable, SchemaDocs
 from groundsql.schema.model import Column, Schema, Table
@@ -152,21 +153,19 @@ def draft_pack(db: Database, out: Path, *, force: bool = False) -> DraftSummary:
         README_FILE: render_readme(name),
         BANK_EXAMPLE_FILE: render_bank_example(db, draft),
     }
-    out.mkdir(parents=True, exist_ok=True)
+    writable_folder(out, "the pack (--out)")
     written, kept = [], []
+    texts[BANK_FILE] = ""  # an empty bank to fill; one that exists is a person's work, always kept
     for filename, text in texts.items():
         path = out / filename
-        if filename in (README_FILE, BANK_EXAMPLE_FILE) and path.exists() and not force:
+        if path.exists() and (filename == BANK_FILE or filename in (README_FILE, BANK_EXAMPLE_FILE) and not force):
             kept.append(path)
             continue
-        path.write_text(text, encoding="utf-8")
+        try:
+            write_text_atomic(path, text)
+        except OSError as err:
+            raise GroundsqlError(f"cannot write {path}: {reason(err)}") from None
         written.append(path)
-    bank = out / BANK_FILE
-    if bank.exists():
-        kept.append(bank)
-    else:
-        bank.write_text("", encoding="utf-8")
-        written.append(bank)
     return DraftSummary(
         folder=out,
         name=name,

@@ -122,10 +122,8 @@ def load_serve_config(path: Path | None, *, db: str | None = None, **overrides: 
     else:
         config = ServeConfig(databases={_name_of(db): DatabaseEntry(url=db)})
     changes = {k: v for k, v in overrides.items() if v is not None}
-    try:
-        return ServeConfig.model_validate({**config.model_dump(), **changes}) if changes else config
-    except ValueError as err:
-        raise ConfigError(str(err)) from None
+    # A bad value (--port 99999) is a pydantic error; the command line says it in one line.
+    return ServeConfig.model_validate({**config.model_dump(), **changes}) if changes else config
 
 
 def _name_of(url: str | None) -> str:

@@ -24,7 +24,7 @@ from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, Res
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from groundsql.errors import ConfigError, DatabaseError, GroundsqlError, UnsafeSQLError
+from groundsql.errors import ConfigError, DatabaseError, GroundsqlError, QuestionTimeoutError, UnsafeSQLError
 from groundsql.packs.model import DomainPack, ReferenceTable
 from groundsql.schema.model import Table
 from groundsql.server.mcp import mcp_http_app
@@ -518,6 +518,8 @@ def _status_of(err: GroundsqlError) -> tuple[int, str]:
         return err.status, err.code
     if isinstance(err, UnsafeSQLError):
         return 400, "refused"
+    if isinstance(err, QuestionTimeoutError):
+        return 504, "deadline"
     if isinstance(err, DatabaseError):
         return 400, "database_error"
     return 400, "bad_request"

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from groundsql.deadline import question_deadline
 from groundsql.api import Session, connect
 from groundsql.config import LLMConfig
 from groundsql.conversation import Turn
@@ -153,8 +154,10 @@ class Service:
             history = self._history(key, name, conversation_id)
         self._learn_new_examples(served)
         start = time.perf_counter()
-        answer = served.session.ask(question, strategy=strategy or served.strategy, history=history,
-                                    on_step=on_step)
+        # The work stops at the deadline too, rather than holding a slot after the client's 504.
+        with question_deadline(self.config.deadline_s):
+            answer = served.session.ask(question, strategy=strategy or served.strategy, history=history,
+                                        on_step=on_step)
         self._seconds_per_question = 0.8 * self._seconds_per_question + 0.2 * (time.perf_counter() - start)
         turn = Turn(question, answer.question, answer.sql if answer.ok else None, answer.columns, len(answer.rows))
         answer_id = self.state.add_turn(conversation_id, turn, answer.error)

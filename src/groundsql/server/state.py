@@ -28,6 +28,7 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from groundsql.conversation import Turn
 from groundsql.errors import ConfigError, GroundsqlError
+from groundsql.files import writable_folder
 
 _KEY_PREFIX = "gsql_"
 ALL_DATABASES = "*"
@@ -136,7 +137,7 @@ class StateStore:
         backend = parsed.get_backend_name()
         if backend == "sqlite":
             if parsed.database and parsed.database != ":memory:":
-                Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+                writable_folder(Path(parsed.database).expanduser().parent, "the service's state (keys, audit log)")
             self.engine = sa.create_engine(parsed, connect_args={"timeout": 60, "check_same_thread": False})
             sa.event.listen(self.engine, "connect", _sqlite_pragmas)
         elif backend == "postgresql":

@@ -23,6 +23,7 @@ from typing import Any
 
 import networkx as nx
 
+from groundsql.deadline import in_context
 from groundsql.errors import ConfigError, LLMError
 from groundsql.grounding.entities import EntityIndex, EntityMatch, Unresolved
 from groundsql.grounding.values import looks_empty, missing_filter_values, missing_values_text
@@ -63,14 +64,14 @@ def grounded(question: str, ctx: Context) -> Answer:
     domain = _domain(ctx, trace)
     grounds: dict[str, Any] = {"pack": domain.pack.name}
     with ThreadPoolExecutor(max_workers=2) as pool:
-        lookup = pool.submit(_lookup, ctx, domain, question, trace) if cfg.lookup else None
-        retrieval = pool.submit(_retrieve, ctx, domain, question, trace) if cfg.retrieval else None
+        lookup = pool.submit(in_context(_lookup), ctx, domain, question, trace) if cfg.lookup else None
+        retrieval = pool.submit(in_context(_retrieve), ctx, domain, question, trace) if cfg.retrieval else None
         constraints = lookup.result() if lookup else []
         examples = retrieval.result() if retrieval else []
-        linking = pool.submit(_link_entities, ctx, domain, question, trace) if cfg.entity_linking else None
+        linking = pool.submit(in_context(_link_entities), ctx, domain, question, trace) if cfg.entity_linking else None
         # Linking narrows a big schema; a small one is shown whole (no call, nothing to lose).
         small = _small(ctx, domain.schema)
-        schema_link = pool.submit(_link_schema, ctx, domain, question, constraints, trace) \
+        schema_link = pool.submit(in_context(_link_schema), ctx, domain, question, constraints, trace) \
             if cfg.schema_linking and not small else None
         entities, unresolved = linking.result() if linking else ([], [])
         linked, why = schema_link.result() if schema_link else _whole_schema(domain)

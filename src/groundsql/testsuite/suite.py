@@ -15,6 +15,7 @@ an evaluation builds each once. SQLite only for now (the filler writes SQLite fi
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import random
@@ -33,6 +34,7 @@ from sqlglot import exp
 from groundsql.config import DatabaseConfig, data_home
 from groundsql.db import Database
 from groundsql.errors import GroundsqlError
+from groundsql.files import cache_failed, reason, write_text_atomic
 from groundsql.evaluation.execution_match import gold_orders
 from groundsql.testsuite.distill import distill
 from groundsql.testsuite.filler import FillPlan, fill_variants
@@ -100,6 +102,7 @@ def build_suite(
 ) -> TestSuite:
     """The suite for `gold_sql` on the SQLite database `source` (built, or read from cache)."""
     source = Path(source)
+    cached_here = out_dir is None
     out_dir = out_dir or data_home() / "testsuites" / suite_key(source, gold_sql, candidates, seed)
     cached = load_suite(out_dir)
     if cached is not None and cached.gold_sql == gold_sql:
@@ -139,7 +142,7 @@ def build_suite(
                 keep.append(extra)
         for db in variants:
             db.close()
-        out_dir.mkdir(parents=True, exist_ok=True)
+        out_dir = _folder_for(out_dir, cached_here)
         names = []
         for i in keep:
             name = f"variant_{i:02d}.sqlite"
@@ -156,8 +159,23 @@ def build_suite(
         gold_error=gold[0] if isinstance(gold[0], str) else None,
     )
     manifest = {**asdict(suite), "directory": None, "version": _VERSION, "source": str(source)}
-    (out_dir / _MANIFEST).write_text(json.dumps(manifest, indent=1))
+    write_text_atomic(out_dir / _MANIFEST, json.dumps(manifest, indent=1))
     return suite
+
+
+def _folder_for(out_dir: Path, cached: bool) -> Path:
+    """`out_dir`, made. The cache under the data folder is an optimisation: when it takes no
+    files, the suite is built in a temporary folder that lives as long as the process."""
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        return out_dir
+    except OSError as err:
+        if not cached:
+            raise GroundsqlError(f"cannot write the test suite in {out_dir}: {reason(err)}") from None
+        cache_failed("the test-suite cache", out_dir.parent, err)
+    scratch = Path(tempfile.mkdtemp(prefix="groundsql-suite-"))
+    atexit.register(shutil.rmtree, scratch, True)
+    return scratch
 
 
 def load_suite(directory: Path) -> TestSuite | None:
