@@ -169,3 +169,89 @@ def ok_answer(text: str) -> str:
             "usage": {"prompt_tokens": 120, "completion_tokens": 9},
         }
     )
+
+
+# -- MySQL and MariaDB (the local server on 127.0.0.1:3306) -----------------------------------
+
+MYSQL_ADMIN_URL = "mysql+pymysql://root@127.0.0.1:3306/test"
+MYSQL_READER = "groundsql_reader"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "mysql: needs the MariaDB (or MySQL) server on 127.0.0.1:3306")
+
+
+def mysql_connect(database: str = "test"):
+    """An autocommit connection as the server's root account; skips the test where no server
+    answers, fails in CI (where .ci/run starts it)."""
+    pymysql = pytest.importorskip("pymysql")
+    try:
+        return pymysql.connect(host="127.0.0.1", port=3306, user="root", password="", database=database,
+                               autocommit=True, connect_timeout=5, charset="utf8mb4")
+    except pymysql.err.OperationalError as err:
+        message = f"MariaDB is not running on 127.0.0.1:3306 ({err}); .ci/run starts it"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+
+
+def mysql_url(database: str, user: str = "root") -> str:
+    return f"mysql+pymysql://{user}@127.0.0.1:3306/{database}"
+
+
+def mysql_grant_reader(admin, database: str) -> str:
+    """The URL of the account that may only read `database` (SELECT on it, nothing else),
+    created on demand: groundsql refuses an account that can write."""
+    with admin.cursor() as cur:
+        cur.execute(f"CREATE USER IF NOT EXISTS '{MYSQL_READER}'@'%'")
+        cur.execute(f"GRANT SELECT ON `{database}`.* TO '{MYSQL_READER}'@'%'")
+    return mysql_url(database, MYSQL_READER)
+
+
+def mysql_revoke_reader(admin, database: str) -> None:
+    import pymysql
+
+    with admin.cursor() as cur:
+        try:
+            cur.execute(f"REVOKE SELECT ON `{database}`.* FROM '{MYSQL_READER}'@'%'")
+        except pymysql.err.MySQLError:
+            pass  # never granted
+
+
+@pytest.fixture(scope="session")
+def mysql_database() -> Iterator[str]:
+    """A fresh database with a small schema (keys and a foreign key); dropped afterwards."""
+    admin = mysql_connect()
+    name = f"groundsql_test_{uuid.uuid4().hex[:8]}"
+    with admin.cursor() as cur:
+        cur.execute(f"CREATE DATABASE `{name}`")
+        cur.execute(f"USE `{name}`")
+        for statement in (
+            "CREATE TABLE country (country_id INT PRIMARY KEY, name VARCHAR(64) NOT NULL)",
+            "CREATE TABLE city (city_id INT PRIMARY KEY, name VARCHAR(64) NOT NULL, "
+            "country_id INT NOT NULL, population BIGINT, FOREIGN KEY (country_id) REFERENCES country (country_id))",
+            "INSERT INTO country VALUES (1, 'France'), (2, 'Japan')",
+            "INSERT INTO city VALUES (1, 'Paris', 1, 2100000), (2, 'Lyon', 1, 520000), (3, 'Osaka', 2, 2750000)",
+        ):
+            cur.execute(statement)
+    yield name
+    mysql_revoke_reader(admin, name)
+    with admin.cursor() as cur:
+        cur.execute(f"DROP DATABASE `{name}`")
+    admin.close()
+
+
+@pytest.fixture(scope="session")
+def mysql_admin_url(mysql_database: str) -> str:
+    """The database as the server's root account (refused without allow_privileged_role)."""
+    return mysql_url(mysql_database)
+
+
+@pytest.fixture(scope="session")
+def mysql_reader_url(mysql_database: str) -> str:
+    """The same database as an account that may only read it: how groundsql is meant to connect."""
+    admin = mysql_connect()
+    try:
+        return mysql_grant_reader(admin, mysql_database)
+    finally:
+        admin.close()

@@ -1,9 +1,10 @@
-"""Copies of a Spider SQLite database in DuckDB and PostgreSQL, and raw driver access to each.
+"""Copies of a Spider SQLite database in DuckDB, PostgreSQL and MySQL/MariaDB, and raw driver
+access to each.
 
 Tests that run the same queries on every engine groundsql supports read the shared SQLite file
 where it lies and build the other engines' copies in temporary places (a DuckDB file under the
-test's temp dir, a uuid-named PostgreSQL database dropped afterwards): nothing is written into
-the checkout.
+test's temp dir, a uuid-named PostgreSQL or MariaDB database dropped afterwards): nothing is
+written into the checkout.
 
 Column types come from the values, not the declarations. SQLite stores each value with its own
 storage class whatever the column says (Spider has a `bool` column holding 'T'/'F', text
@@ -23,13 +24,14 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 from urllib.parse import urlsplit, urlunsplit
 
-from tests.conftest import PG_ADMIN_URL
+from tests.conftest import PG_ADMIN_URL, mysql_connect, mysql_grant_reader, mysql_revoke_reader
 
 
 # The copies' type for each kind of column, per engine. SQLite integers are 64-bit.
 _TYPES = {
     "postgres": {"integer": "BIGINT", "real": "DOUBLE PRECISION", "text": "TEXT"},
     "duckdb": {"integer": "BIGINT", "real": "DOUBLE", "text": "VARCHAR"},
+    "mysql": {"integer": "BIGINT", "real": "DOUBLE", "text": "LONGTEXT"},
 }
 
 RawRunner = Callable[[str], list[tuple[Any, ...]]]
@@ -42,11 +44,19 @@ class Column:
 
 
 @dataclass(frozen=True)
+class ForeignKey:
+    columns: tuple[str, ...]
+    ref_table: str
+    ref_columns: tuple[str, ...]  # empty: the referenced table's primary key
+
+
+@dataclass(frozen=True)
 class Table:
     name: str
     columns: tuple[Column, ...]
     primary_key: tuple[str, ...]
     rows: list[tuple[Any, ...]]
+    foreign_keys: tuple[ForeignKey, ...] = ()
 
 
 # -- reading the SQLite original ------------------------------------------------------------
@@ -81,7 +91,18 @@ def _read_table(conn: sqlite3.Connection, name: str) -> Table:
         f"CAST({_quote(c.name)} AS TEXT)" if c.kind == "text" else _quote(c.name) for c in columns
     )
     rows = conn.execute(f"SELECT {select} FROM {_quote(name)}").fetchall()
-    return Table(name, columns, primary_key, rows)
+    return Table(name, columns, primary_key, rows, _foreign_keys(conn, name))
+
+
+def _foreign_keys(conn: sqlite3.Connection, table: str) -> tuple[ForeignKey, ...]:
+    # PRAGMA foreign_key_list: one row per column (id, seq, table, from, to, ...).
+    keys: dict[int, list[tuple[Any, ...]]] = {}
+    for row in conn.execute(f"PRAGMA foreign_key_list({_quote(table)})"):
+        keys.setdefault(row[0], []).append(row)
+    return tuple(
+        ForeignKey(tuple(r[3] for r in rows), rows[0][2], tuple(r[4] for r in rows) if all(r[4] for r in rows) else ())
+        for rows in (sorted(group, key=lambda r: r[1]) for group in keys.values())
+    )
 
 
 def _column_kind(conn: sqlite3.Connection, table: str, column: str, declared: str) -> str:
@@ -190,13 +211,91 @@ def _grant_read_only(conn: Any, database: str, role: str) -> None:
     conn.execute(f'GRANT SELECT ON ALL TABLES IN SCHEMA public TO "{role}"')
 
 
+# -- MySQL and MariaDB -----------------------------------------------------------------------
+
+
+@contextmanager
+def mysql_copy(tables: list[Table]) -> Iterator[str]:
+    """A fresh database on the local MariaDB (or MySQL) server holding `tables`; yields the URL
+    of the account that may only read it (tests/conftest.py). Dropped on exit.
+
+    Table names are lowercased: Spider's SQL names tables in any case, which the server on
+    Linux compares case-sensitively (lower_case_table_names=0). Text is stored in a binary,
+    NO PAD collation, so that it compares (and groups, and sorts) byte for byte as in SQLite,
+    not case- and trailing-space-insensitively as the server's default collation does.
+    """
+    admin = mysql_connect()
+    database = f"groundsql_spider_{uuid.uuid4().hex[:12]}"
+    try:
+        with admin.cursor() as cur:
+            cur.execute("SELECT VERSION()")
+            mariadb = "mariadb" in cur.fetchone()[0].lower()
+            collation = "utf8mb4_nopad_bin" if mariadb else "utf8mb4_0900_bin"
+            cur.execute(f"CREATE DATABASE `{database}` CHARACTER SET utf8mb4 COLLATE {collation}")
+            cur.execute(f"USE `{database}`")
+            _fill_mysql(cur, tables)
+        yield mysql_grant_reader(admin, database)
+    finally:
+        mysql_revoke_reader(admin, database)
+        with admin.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS `{database}`")
+        admin.close()
+
+
+def _fill_mysql(cur: Any, tables: list[Table]) -> None:
+    by_name = {t.name.lower(): t for t in tables}
+    cur.execute("SET SESSION foreign_key_checks = 0")  # Spider's rows do not always honour their keys
+    for table in tables:
+        cur.execute(_create_mysql_table(table, by_name))
+        if table.rows:
+            # pymysql sends executemany's INSERT as multi-row statements.
+            values = ", ".join("%s" for _ in table.columns)
+            cur.executemany(f"INSERT INTO {_backquote(table.name.lower())} VALUES ({values})", table.rows)
+
+
+def _create_mysql_table(table: Table, tables: dict[str, Table]) -> str:
+    kinds = {c.name.lower(): c.kind for c in table.columns}
+    columns = [f"{_backquote(c.name)} {_TYPES['mysql'][c.kind]}" for c in table.columns]
+    if table.primary_key:
+        # A text key is indexed on a prefix (the server indexes at most 3072 bytes of a key).
+        keys = [_backquote(k) + ("(255)" if kinds[k.lower()] == "text" else "") for k in table.primary_key]
+        columns.append(f"PRIMARY KEY ({', '.join(keys)})")
+    for fk in table.foreign_keys:
+        if _pairs_in_mysql(table, fk, tables):
+            referenced = fk.ref_columns or tables[fk.ref_table.lower()].primary_key
+            columns.append(f"FOREIGN KEY ({', '.join(map(_backquote, fk.columns))}) REFERENCES "
+                           f"{_backquote(fk.ref_table.lower())} ({', '.join(map(_backquote, referenced))})")
+    return f"CREATE TABLE {_backquote(table.name.lower())} ({', '.join(columns)})"
+
+
+def _pairs_in_mysql(table: Table, fk: ForeignKey, tables: dict[str, Table]) -> bool:
+    """Whether the server can keep this foreign key: it must name the referenced table's whole
+    primary key, on numeric columns of the same kind (SQLite lets a key name any column, of
+    any type, and a text key is only indexed on a prefix here)."""
+    ref = tables.get(fk.ref_table.lower())
+    if ref is None or not ref.primary_key:
+        return False
+    ref_columns = fk.ref_columns or ref.primary_key
+    if [c.lower() for c in ref_columns] != [k.lower() for k in ref.primary_key]:
+        return False
+    own = {c.name.lower(): c.kind for c in table.columns}
+    theirs = {c.name.lower(): c.kind for c in ref.columns}
+    pairs = [(own.get(a.lower()), theirs.get(b.lower())) for a, b in zip(fk.columns, ref_columns)]
+    return all(a == b and a in ("integer", "real") for a, b in pairs)
+
+
+def _backquote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
 # -- running SQL straight through each driver -----------------------------------------------
 
 
 @contextmanager
 def raw_runner(url: str) -> Iterator[RawRunner]:
     """A function running SQL on the database at `url` through its own driver, without
-    groundsql: sqlite:///path or duckdb:///path (opened read-only), or postgresql://..."""
+    groundsql: sqlite:///path or duckdb:///path (opened read-only), postgresql://... or
+    mysql+pymysql://..."""
     scheme, _, rest = url.partition("://")
     path = rest[1:]  # as in SQLAlchemy: the path follows a third slash (sqlite:////abs/file)
     if scheme == "sqlite":
@@ -216,5 +315,22 @@ def raw_runner(url: str) -> Iterator[RawRunner]:
         # Autocommit: one failing query must not abort the transaction of the next.
         with psycopg.connect(url, autocommit=True) as conn:
             yield lambda sql: conn.execute(sql).fetchall()
+    elif scheme.split("+")[0] in ("mysql", "mariadb"):
+        import pymysql
+
+        parts = urlsplit(url)
+        conn = pymysql.connect(host=parts.hostname, port=parts.port or 3306, user=parts.username or "",
+                               password=parts.password or "", database=parts.path.lstrip("/"),
+                               autocommit=True, charset="utf8mb4")
+
+        def run(sql: str) -> list[tuple[Any, ...]]:
+            with conn.cursor() as cur:
+                cur.execute(sql)
+                return list(cur.fetchall())
+
+        try:
+            yield run
+        finally:
+            conn.close()
     else:
         raise ValueError(f"no raw runner for {url}")

@@ -109,12 +109,16 @@ def test_grounds_list_the_candidates_voted_on(capsys) -> None:
     assert capsys.readouterr().out == ""
 
 
-@pytest.mark.postgres
-def test_privileged_postgres_role_is_refused_unless_allowed(postgres_admin_url: str) -> None:
-    refused = _cli("schema", "--db", postgres_admin_url)
-    assert refused.returncode != 0 and "may write (it is a superuser)" in refused.stderr
+@pytest.mark.parametrize("admin, why", [
+    pytest.param("postgres_admin_url", "may write (it is a superuser)", marks=pytest.mark.postgres),
+    pytest.param("mysql_admin_url", "may write (it has the SUPER privilege", marks=pytest.mark.mysql),
+])
+def test_a_privileged_role_is_refused_unless_allowed(request, admin: str, why: str) -> None:
+    url = request.getfixturevalue(admin)
+    refused = _cli("schema", "--db", url)
+    assert refused.returncode != 0 and why in refused.stderr
     assert "Traceback" not in refused.stderr
-    allowed = _cli("schema", "--db", postgres_admin_url, "--allow-privileged-role")
+    allowed = _cli("schema", "--db", url, "--allow-privileged-role")
     assert allowed.returncode == 0 and "# Table: city" in allowed.stdout
 
 

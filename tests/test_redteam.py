@@ -1,7 +1,7 @@
 """Red team (issue 22): the corpus in tests/redteam/ thrown at real databases.
 
-Through the validator (`Session.run_sql`) on SQLite, DuckDB and PostgreSQL (as superuser, with
-`allow_privileged_role`, and as a SELECT-only role), and straight to the executor
+Through the validator (`Session.run_sql`) on SQLite, DuckDB, PostgreSQL and MariaDB (as superuser,
+with `allow_privileged_role`, and as a SELECT-only role), and straight to the executor
 (`Database.execute`): whatever is accepted must change nothing and leak no planted secret.
 Statements run in chunks, one test per chunk, each failure listing every offending statement.
 The figures: `python -m tests.redteam`.
@@ -20,7 +20,8 @@ from groundsql.db import Database
 from groundsql.errors import ConfigError, DatabaseError
 from tests.redteam import corpus
 from tests.redteam.harness import OPEN, Target, database_config, report, run_all, try_attack
-from tests.redteam.victims import PRIVILEGED_GRANTS, close_all, file_victims, postgres_victims
+from tests.conftest import mysql_connect
+from tests.redteam.victims import PRIVILEGED_GRANTS, close_all, file_victims, mysql_victims, postgres_victims
 
 CHUNK = 400
 PROPERTY_EXAMPLES = 300
@@ -31,12 +32,16 @@ TARGETS = {
     "duckdb": ("duckdb_target", "duckdb"),
     "postgres-superuser": ("pg_superuser", "postgres"),
     "postgres-reader": ("pg_reader", "postgres"),
+    "mysql-superuser": ("mysql_superuser", "mysql"),
+    "mysql-reader": ("mysql_reader", "mysql"),
 }
-RAW_TARGETS = ("sqlite", "duckdb", "postgres-reader")
+RAW_TARGETS = ("sqlite", "duckdb", "postgres-reader", "mysql-reader")
+SERVER_MARKS = {"postgres": pytest.mark.postgres, "mysql": pytest.mark.mysql}
 
 
 def _marks(name: str) -> list[pytest.MarkDecorator]:
-    return [pytest.mark.postgres] if name.startswith("postgres") else []
+    server = name.split("-")[0]
+    return [SERVER_MARKS[server]] if server in SERVER_MARKS else []
 
 
 def _target_params(names) -> list:
@@ -86,18 +91,38 @@ def pg_victims():
     close_all(victims)
 
 
-@pytest.fixture(scope="module")
-def pg_superuser(pg_victims):
-    target = Target("postgres-superuser", pg_victims, "superuser", privileged=True)
+def _server_target(victims, engine: str, role: str):
+    target = Target(f"{engine}-{role}", victims, role, privileged=role == "superuser")
     yield target
     target.close()
+
+
+@pytest.fixture(scope="module")
+def pg_superuser(pg_victims):
+    yield from _server_target(pg_victims, "postgres", "superuser")
 
 
 @pytest.fixture(scope="module")
 def pg_reader(pg_victims):
-    target = Target("postgres-reader", pg_victims, "reader")
-    yield target
-    target.close()
+    yield from _server_target(pg_victims, "postgres", "reader")
+
+
+@pytest.fixture(scope="module")
+def mariadb_victims():
+    mysql_connect().close()  # skips (fails in CI) where no server answers
+    victims = mysql_victims()
+    yield victims
+    close_all(victims)
+
+
+@pytest.fixture(scope="module")
+def mysql_superuser(mariadb_victims):
+    yield from _server_target(mariadb_victims, "mysql", "superuser")
+
+
+@pytest.fixture(scope="module")
+def mysql_reader(mariadb_victims):
+    yield from _server_target(mariadb_victims, "mysql", "reader")
 
 
 def _target(request: pytest.FixtureRequest, name: str) -> Target:
@@ -169,7 +194,7 @@ from groundsql.errors import UnsafeSQLError
 from groundsql.safety import validate_sql
 
 sql, timings = sys.stdin.read(), []
-for dialect in ("sqlite", "postgres", "duckdb"):
+for dialect in ("sqlite", "postgres", "duckdb", "mysql"):
     validate_sql("SELECT a FROM t WHERE a = 0 OR a = 1", dialect)  # warm-up: imports, caches
     start = time.perf_counter()
     try:
@@ -190,7 +215,7 @@ def test_a_6000_term_or_chain_is_validated_in_well_under_a_second() -> None:
     except subprocess.TimeoutExpired:
         pytest.fail("validate_sql took more than 20 s over a 6,000-term OR chain (quadratic or worse)")
     assert done.returncode == 0, done.stderr[-3000:]
-    timings = dict(zip(("sqlite", "postgres", "duckdb"), map(float, done.stdout.split())))
+    timings = dict(zip(("sqlite", "postgres", "duckdb", "mysql"), map(float, done.stdout.split())))
     assert max(timings.values()) < 1.0, f"seconds per dialect: {timings}"
 
 
@@ -210,6 +235,13 @@ def test_issue22_raw_statements_leave_no_trace(request: pytest.FixtureRequest, n
     """COMMIT; DELETE ... and friends: the executor's READ ONLY transaction must hold even
     for a privileged role, and nothing may stay behind on the pooled connection."""
     _assert_no_violations(_target(request, name), corpus.RAW_POSTGRES, through="executor")
+
+
+@pytest.mark.parametrize("name", _target_params(["mysql-reader", "mysql-superuser"]))
+def test_mysql_raw_statements_leave_no_trace(request: pytest.FixtureRequest, name: str) -> None:
+    """COMMIT, SET GLOBAL, INTO OUTFILE, user variables and locks straight to the executor:
+    nothing changes and nothing stays behind on the pooled connection, even as root."""
+    _assert_no_violations(_target(request, name), corpus.RAW_MYSQL, through="executor")
 
 
 def _fresh_database(target: Target) -> Database:

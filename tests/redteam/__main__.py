@@ -16,9 +16,11 @@ from typing import Callable
 
 from tests.redteam import corpus
 from tests.redteam.harness import Outcome, Target, run_all
-from tests.redteam.victims import close_all, file_victims, postgres_victims
+from tests.redteam.victims import close_all, file_victims, mysql_victims, postgres_victims
 
-_ENGINE_NAMES = {"sqlite": "SQLite", "duckdb": "DuckDB", "postgres": "PostgreSQL"}
+_ENGINE_NAMES = {"sqlite": "SQLite", "duckdb": "DuckDB", "postgres": "PostgreSQL", "mysql": "MariaDB"}
+# The raw statements a privileged account is tried with, per server.
+_RAW_PRIVILEGED = {"postgres": ("issue 22's raw statements", corpus.RAW_POSTGRES), "mysql": ("raw statements", corpus.RAW_MYSQL)}
 _COLUMNS = "statements | {passed} | with effects | leaking secrets | other violations | with any violation"
 
 
@@ -53,19 +55,15 @@ def _targets(stack: ExitStack) -> list[Target]:
         victims = file_victims(engine)
         stack.callback(close_all, victims)
         targets.append(Target(engine, victims, "file"))
-    try:
-        import psycopg
-    except ImportError:
-        print("PostgreSQL left out: psycopg is not installed", file=sys.stderr)
-        return targets
-    try:
-        victims = postgres_victims()
-    except psycopg.OperationalError as err:
-        print(f"PostgreSQL left out: {err}", file=sys.stderr)
-        return targets
-    stack.callback(close_all, victims)
-    targets.append(Target("postgres-superuser", victims, "superuser", privileged=True))
-    targets.append(Target("postgres-reader", victims, "reader"))
+    for engine, build in (("postgres", postgres_victims), ("mysql", mysql_victims)):
+        try:
+            victims = build()
+        except Exception as err:  # noqa: BLE001 - no driver, no server: that engine is left out
+            print(f"{_ENGINE_NAMES[engine]} left out: {err}", file=sys.stderr)
+            continue
+        stack.callback(close_all, victims)
+        targets.append(Target(f"{engine}-superuser", victims, "superuser", privileged=True))
+        targets.append(Target(f"{engine}-reader", victims, "reader"))
     return targets
 
 
@@ -80,8 +78,8 @@ def main() -> None:
         # statements, which the executor alone must stop, are tried with it.
         raw = [(t, t.role, run_all(t, corpus.raw_corpus(t.engine), through="executor"))
                for t in targets if not t.privileged]
-        raw += [(t, f"{t.role} (issue 22's raw statements)", run_all(t, corpus.RAW_POSTGRES, through="executor"))
-                for t in targets if t.privileged]
+        raw += [(t, f"{t.role} ({_RAW_PRIVILEGED[t.engine][0]})",
+                 run_all(t, _RAW_PRIVILEGED[t.engine][1], through="executor")) for t in targets if t.privileged]
     tried = sum(len(outcomes) for _, _, outcomes in validated + raw)
     sizes = ", ".join(f"{_ENGINE_NAMES[e]} {len(corpus.corpus(e))}" for e in corpus.ENGINES)
     print(f"## Red team (issue 22)\n\nCorpus per engine (issue 22's statements and the generated ones): {sizes}.\n")

@@ -4,7 +4,8 @@ Statements are templates filled in per victim by `render`: @TAG@ (the victim's t
 name an attack creates so cleanup finds it), @OUT@ (a path prefix for files an attack writes),
 @SECRET_FILE@ / @SECRET_NAME@ (the planted file, absolute and as the server's relative name),
 @DB@ and @CONN@ (the PostgreSQL database and a libpq connection string to it as the superuser,
-for dblink); then {{rev:...}}, {{hex:...}} and {{b64:...}} encode what they enclose, so that a
+for dblink; @DB@ is MySQL's database too), @CANARY@ (the thread id of MySQL's canary connection,
+for KILL); then {{rev:...}}, {{hex:...}} and {{b64:...}} encode what they enclose, so that a
 string can be obfuscated after the names in it are known.
 
 Every statement carries the policy it is tried under: "open" (no allow-list: the default
@@ -29,7 +30,7 @@ from typing import Callable
 
 from tests.redteam.victims import CANARY
 
-ENGINES = ("sqlite", "duckdb", "postgres")
+ENGINES = ("sqlite", "duckdb", "postgres", "mysql")
 OPEN, HIDDEN = "open", "hidden"
 # What a statement must do beyond having no effect and leaking nothing (see harness.py).
 HARMLESS = "harmless"  # refused, or ran (or failed) without effect or leak
@@ -213,8 +214,75 @@ def _issue22_sqlite() -> list[Attack]:
     ]
 
 
+# MySQL's and MariaDB's own ways out of a read-only query: files (LOAD_FILE, INTO OUTFILE,
+# LOAD DATA), server settings, session state that outlives the query (user variables, user-level
+# locks, prepared statements, HANDLER), writes a stored routine hides, comments the server
+# executes, backslash escapes that move the end of a string, and the grant tables.
+_MYSQL_LOCK = "'groundsql_redteam_@TAG@'"  # the victim's lock (its database's name)
+
+
+def _issue22_mysql() -> list[Attack]:
+    statements = [
+        "SELECT LOAD_FILE('@SECRET_FILE@')",
+        "SELECT name FROM users INTO OUTFILE '@OUT@_outfile'",
+        "SELECT name FROM users INTO OUTFILE 'groundsql_redteam_@TAG@_relative'",
+        "SELECT hid_password FROM users LIMIT 1 INTO DUMPFILE '@OUT@_dumpfile'",
+        "SELECT name INTO @groundsql_x FROM users LIMIT 1",
+        "LOAD DATA INFILE '@SECRET_FILE@' INTO TABLE t",
+        "LOAD DATA LOCAL INFILE '@SECRET_FILE@' INTO TABLE t",
+        "LOAD XML INFILE '@SECRET_FILE@' INTO TABLE t",
+        "SET GLOBAL net_write_timeout = 61",
+        "SET SESSION sql_mode = 'ANSI_QUOTES,NO_BACKSLASH_ESCAPES'",
+        "SET @groundsql_x = 1",
+        "SET PASSWORD = PASSWORD('groundsql')",
+        "ALTER USER CURRENT_USER() IDENTIFIED BY 'groundsql'",
+        "HANDLER t OPEN",
+        f"DO GET_LOCK({_MYSQL_LOCK}, 0)",
+        f"SELECT GET_LOCK({_MYSQL_LOCK}, 0)",
+        "SELECT evil_lock()",
+        "SELECT evil_write()",
+        "SELECT a FROM t WHERE evil_write() = 1",
+        "CALL evil_proc()",
+        "SELECT @groundsql_x := 1",
+        "SELECT name, @n := COALESCE(@n, 0) + 1 FROM users",
+        "LOCK TABLES t WRITE",
+        "SELECT a FROM t FOR UPDATE",
+        "SELECT a FROM t LOCK IN SHARE MODE",
+        "PREPARE groundsql_s FROM 'DELETE FROM t'",
+        "EXECUTE IMMEDIATE 'DELETE FROM t'",
+        "SELECT NEXTVAL(my_seq)",
+        "SELECT NEXT VALUE FOR my_seq",
+        "SELECT SETVAL(my_seq, 100)",
+        "SELECT 1 /*! , LOAD_FILE('@SECRET_FILE@') */",
+        "SELECT name FROM users /*!50000 UNION SELECT authentication_string FROM mysql.user */",
+        "SELECT 1 /*M!, (SELECT NEXTVAL(my_seq)) */",
+        "/*! DELETE FROM t */ SELECT 1",
+        "SELECT 'x\\' OR evil_write() = 1 -- '",
+        "SELECT a FROM t WHERE b = 'x\\'; DELETE FROM t; -- '",
+        "SELECT user, authentication_string FROM mysql.user",
+        "SELECT User, Priv FROM mysql.global_priv",
+        "KILL @CANARY@",
+        "KILL QUERY @CANARY@",
+        "SELECT SLEEP(30)",
+        "SELECT MASTER_POS_WAIT('groundsql', 4, 30)",
+    ]
+    return [
+        *(Attack(sql, "issue22") for sql in statements),
+        *_COMMON_ISSUE22,
+        Attack("SELECT name FROM users WHERE name LIKE 'a%'", "issue22", OPEN, RUNS, timeout_s=_RUNS_TIMEOUT_S),
+        Attack("SELECT DATE_FORMAT('2024-03-05', '%Y'), IFNULL(NULL, 1), CONCAT_WS('-', name, email) FROM users",
+               "issue22", OPEN, RUNS, timeout_s=_RUNS_TIMEOUT_S),
+        Attack(
+            "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 1000) "
+            "SELECT REPEAT('x', 1000000) FROM r",
+            "issue22", OPEN, CAPPED, timeout_s=20,
+        ),
+    ]
+
+
 def issue22(engine: str) -> list[Attack]:
-    return {"postgres": _issue22_postgres, "duckdb": _issue22_duckdb, "sqlite": _issue22_sqlite}[engine]()
+    return {"postgres": _issue22_postgres, "duckdb": _issue22_duckdb, "sqlite": _issue22_sqlite,
+            "mysql": _issue22_mysql}[engine]()
 
 
 # Straight to PostgreSQL's executor (no validator), as issue 22 quotes them: a stacked COMMIT
@@ -230,6 +298,37 @@ RAW_POSTGRES = [
         "SET TRANSACTION READ WRITE; SELECT nextval('my_seq')",
         "PREPARE p AS SELECT 1",
         "SELECT pg_advisory_lock(1)",
+    )
+]
+
+
+# Straight to MySQL's executor (no validator), for a privileged account too: what a read-only
+# transaction does not bind (files, server settings, KILL), what ends it (COMMIT, DDL), and
+# session state that would outlive the query on the pooled connection.
+RAW_MYSQL = [
+    Attack(sql, "issue22-raw")
+    for sql in (
+        "COMMIT; DELETE FROM t",
+        "COMMIT",
+        "START TRANSACTION READ WRITE",
+        "SET SESSION TRANSACTION READ WRITE",
+        "SET SESSION sql_mode = 'ANSI_QUOTES'",
+        "SET GLOBAL net_write_timeout = 61",
+        "SET @groundsql_x = 1",
+        "SELECT @groundsql_y := 1",
+        f"SELECT GET_LOCK({_MYSQL_LOCK}, 0)",
+        "SELECT evil_lock()",
+        "SELECT evil_write()",
+        "CREATE TEMPORARY TABLE groundsql_tmp AS SELECT 1",
+        "CREATE TABLE groundsql_new (a INT)",
+        "PREPARE groundsql_p FROM 'SELECT 1'",
+        "LOCK TABLES t WRITE",
+        "HANDLER t OPEN",
+        "SELECT name FROM users INTO OUTFILE '@OUT@_raw_outfile'",
+        "SELECT name FROM users LIMIT 1 INTO @groundsql_z",
+        "KILL @CANARY@",
+        "FLUSH TABLES",
+        "/*! DELETE FROM t */",
     )
 ]
 
@@ -375,7 +474,27 @@ _SQLITE_CALLS = [
     *_table("json_each", "'[1, 2]'"), *_scalar("printf", "'%s', 'x'"),
 ]
 
-_CALLS = {"postgres": _POSTGRES_CALLS, "duckdb": _DUCKDB_CALLS, "sqlite": _SQLITE_CALLS}
+_MYSQL_CALLS = [
+    # Files, and time and locks that outlive a query.
+    *_scalar("load_file", "'@SECRET_FILE@'", "'/etc/passwd'"),
+    *_scalar("sleep", "30"), *_scalar("benchmark", "1000000000, md5('x')"),
+    *_scalar("get_lock", _MYSQL_LOCK + ", 0"), *_scalar("release_lock", _MYSQL_LOCK),
+    *_scalar("is_free_lock", _MYSQL_LOCK), *_scalar("is_used_lock", _MYSQL_LOCK), *_scalar("release_all_locks"),
+    *_scalar("master_pos_wait", "'groundsql', 4, 1"), *_scalar("master_gtid_wait", "'0-1-1', 1"),
+    # Sequences, the victim's own functions, loadable functions people install.
+    *_scalar("nextval", "my_seq"), *_scalar("setval", "my_seq, 100"), *_scalar("lastval", "my_seq"),
+    *_scalar("evil_lock"), *_scalar("evil_write"),
+    *_scalar("sys_exec", "'touch @OUT@_sys_exec'"), *_scalar("sys_eval", "'id'"),
+    # What the server and the session are.
+    *_scalar("connection_id"), *_scalar("current_user"), *_scalar("database"), *_scalar("last_insert_id"),
+    *_scalar("row_count"), *_scalar("found_rows"), *_scalar("uuid_short"), *_scalar("binlog_gtid_pos", "'x', 4"),
+    *_scalar("name_const", "'a', 1"), *_scalar("password", "'x'"), *_scalar("des_encrypt", "'x'"),
+    # Harmless: being accepted is fine.
+    *_scalar("version"), *_scalar("md5", "'x'"), *_scalar("concat_ws", "'-', 'a', 'b'"),
+    *_scalar("date_format", "'2024-01-02', '%Y'"), *_scalar("repeat", "'x', 3"),
+]
+
+_CALLS = {"postgres": _POSTGRES_CALLS, "duckdb": _DUCKDB_CALLS, "sqlite": _SQLITE_CALLS, "mysql": _MYSQL_CALLS}
 
 # Positions a scalar call {e} can take in a query, first the plainest.
 _SCALAR_POSITIONS = (
@@ -426,6 +545,10 @@ def _name_forms(engine: str, name: str) -> list[str]:
         forms += [f"{schema}.{name}", f'{schema}."{name}"', f'U&"\\{ord(name[0]):04x}{name[1:]}"']
     elif engine == "duckdb":
         forms += [f"main.{name}", f"system.main.{name}"]
+    elif engine == "mysql":
+        # Backquoted and qualified names call a stored function of that name (of the victim's
+        # database, or of the system schema); a name inside /*! */ is a call MySQL executes.
+        forms += [f"`{name}`", f"@DB@.{name}", f"`@DB@`.`{name}`", f"mysql.{name}", f"/*!{name}*/"]
     else:
         forms += [f"[{name}]", f"`{name}`"]
     return forms
@@ -467,6 +590,10 @@ def _string_forms(engine: str, literal: str) -> list[str]:
     elif engine == "duckdb":
         forms += [f"decode(unhex('{{{{hex:{text}}}}}'))", f"reverse('{{{{rev:{text}}}}}')", f"concat({literal})",
                   f"printf('%s', {literal})"]
+    elif engine == "mysql":
+        forms += [f"concat({_q(text[:cut])}, {_q(text[cut:])})", f"{_q(text[:cut])} {_q(text[cut:])}",
+                  f"unhex('{{{{hex:{text}}}}}')", f"X'{{{{hex:{text}}}}}'", f"from_base64('{{{{b64:{text}}}}}')",
+                  f"reverse('{{{{rev:{text}}}}}')", '"' + text.replace('"', '""') + '"']
     else:
         forms += [f"CAST(X'{{{{hex:{text}}}}}' AS TEXT)", f"printf('%s', {literal})", f"ltrim({literal})"]
     return forms
@@ -610,7 +737,17 @@ _SQLITE_CATALOGS = (
     ("pragma_collation_list", "*"), ("dbstat", "*"), ("sqlite_dbpage", "*"), ("sqlite_stat1", "*"),
     ("sqlite_sequence", "*"),
 )
-_CATALOGS = {"postgres": _PG_CATALOGS, "duckdb": _DUCKDB_CATALOGS, "sqlite": _SQLITE_CATALOGS}
+_MYSQL_CATALOGS = (
+    ("mysql.user", "User, authentication_string"), ("mysql.global_priv", "User, Priv"), ("mysql.db", "*"),
+    ("mysql.tables_priv", "*"), ("mysql.proc", "body"), ("mysql.func", "*"), ("mysql.plugin", "*"),
+    ("mysql.servers", "*"), ("mysql.general_log", "argument"), ("mysql.roles_mapping", "*"),
+    ("information_schema.processlist", "info"), ("information_schema.user_privileges", "*"),
+    ("information_schema.global_variables", "*"), ("information_schema.routines", "routine_definition"),
+    ("information_schema.user_variables", "*"), ("information_schema.tables", "table_name"),
+    ("information_schema.columns", "column_name"), ("information_schema.plugins", "*"),
+    ("performance_schema.threads", "*"), ("sys.session", "*"), ("seq_1_to_10", "*"),
+)
+_CATALOGS = {"postgres": _PG_CATALOGS, "duckdb": _DUCKDB_CATALOGS, "sqlite": _SQLITE_CATALOGS, "mysql": _MYSQL_CATALOGS}
 
 _CATALOG_FORMS = (
     "SELECT {cols} FROM {rel}",
@@ -631,9 +768,10 @@ def _catalog_attacks(engine: str) -> list[Attack]:
     attacks = []
     for rel, cols in _CATALOGS[engine]:
         is_call = "(" in rel
-        schema = {"postgres": "pg_catalog", "duckdb": "main", "sqlite": "main"}[engine]
+        schema = {"postgres": "pg_catalog", "duckdb": "main", "sqlite": "main", "mysql": "@DB@"}[engine]
         qualified = rel if "." in rel else f"{schema}.{rel}"
-        quoted = rel if is_call else ".".join(f'"{part}"' for part in rel.split("."))
+        quote = "`" if engine == "mysql" else '"'  # MySQL's double quotes make a string
+        quoted = rel if is_call else ".".join(f"{quote}{part}{quote}" for part in rel.split("."))
         first = "*" if cols == "*" else cols.split(",")[0].strip()
         first = "1" if first == "*" else first
         fields = {"rel": rel, "cols": cols, "qualified": qualified, "quoted": quoted, "upper": rel.upper(),
@@ -652,6 +790,11 @@ def _catalog_attacks(engine: str) -> list[Attack]:
 
 # Spellings of a hidden column's name.
 _HIDDEN_NAMES = ("hid_ssn", "hid_password", "HID_SSN", '"hid_ssn"')
+
+
+def _hidden_names(engine: str) -> tuple[str, ...]:
+    # MySQL quotes names in backquotes ("hid_ssn" is a string there).
+    return _HIDDEN_NAMES + (("`hid_ssn`",) if engine == "mysql" else ())
 
 # Reading {h} while naming it: all must be refused; here to check that every spelling is.
 _HIDDEN_DIRECT = (
@@ -687,6 +830,8 @@ _HIDDEN_UNNAMED_ENGINE = {
                "SELECT struct_extract(u, 'hid_ssn') FROM users u", "SELECT u.hid_ssn FROM (FROM users) u",
                "SELECT COLUMNS(c -> c LIKE 'hid%') FROM users"),
     "sqlite": ("SELECT json_object('x', (SELECT group_concat(hid_ssn) FROM users))",),
+    "mysql": ("TABLE users", "SELECT JSON_ARRAYAGG(JSON_OBJECT('s', hid_ssn)) FROM users",
+              "SELECT u.* FROM users u NATURAL JOIN users v", "SELECT * FROM users AS u WHERE u.id > 0"),
 }
 # Output aliases named like a hidden column, so that GROUP BY / ORDER BY / HAVING can be read
 # as the alias (harmless) or as the input column (a hidden-column read the result shows).
@@ -729,6 +874,12 @@ _ALIAS_TRICKS_ENGINE = {
                "SELECT name AS {h} FROM users QUALIFY row_number() OVER (PARTITION BY {h}) = 1"),
     "sqlite": ("SELECT group_concat(name) AS {h} FROM users GROUP BY {h}",
                "SELECT name AS {h} FROM users GROUP BY {h} HAVING count(*) >= 1"),
+    # MySQL looks a GROUP BY or HAVING name up among the columns first, an ORDER BY name
+    # among the aliases first.
+    "mysql": ("SELECT group_concat(name) AS {h} FROM users GROUP BY {h}",
+              "SELECT count(*) AS {h} FROM users GROUP BY {h} WITH ROLLUP",
+              "SELECT name AS {h} FROM users GROUP BY {h} HAVING count(*) >= 1",
+              "SELECT min(name) AS {h} FROM users GROUP BY name HAVING {h} LIKE 'SECRET%'"),
 }
 _HIDDEN_WRAPPERS = (
     "{q}",
@@ -745,7 +896,7 @@ def _hidden_attacks(engine: str) -> list[Attack]:
         templates += _PIVOTS
     attacks = []
     for template in templates:
-        for i, (name, wrapper) in enumerate(itertools.product(_HIDDEN_NAMES, _HIDDEN_WRAPPERS)):
+        for i, (name, wrapper) in enumerate(itertools.product(_hidden_names(engine), _HIDDEN_WRAPPERS)):
             sql = wrapper.replace("{q}", template.replace("{h}", name))
             attacks.append(Attack(sql, "hidden-column", HIDDEN, canonical=i == 0))
     for template in (*_HIDDEN_UNNAMED, *_HIDDEN_UNNAMED_ENGINE[engine]):
@@ -801,7 +952,32 @@ _STACKED_DUCKDB = (
     "SELECT nextval('my_seq')", "USE memory", "DETACH victim", "SET memory_limit = '1GB'", "VACUUM t",
     "COPY t FROM '@SECRET_FILE@'", "CREATE TABLE t2 AS SELECT * FROM t", "UPDATE t SET b = 'x'",
 )
-_STACKED = {"postgres": _STACKED_POSTGRES, "sqlite": _STACKED_SQLITE, "duckdb": _STACKED_DUCKDB}
+_STACKED_MYSQL = (
+    "COMMIT; DELETE FROM t", "SELECT 1; DELETE FROM t", "START TRANSACTION READ WRITE; DELETE FROM t; COMMIT",
+    "SET SESSION TRANSACTION READ WRITE; DELETE FROM t", "DELETE FROM t", "UPDATE t SET b = 'x'",
+    "INSERT INTO t VALUES (99, 'x')", "REPLACE INTO t VALUES (1, 'x')", "INSERT INTO t SELECT * FROM t",
+    "TRUNCATE TABLE t", "DROP TABLE t", "CREATE TABLE t2 AS SELECT * FROM t", "ALTER TABLE t ADD COLUMN c INT",
+    "CREATE TEMPORARY TABLE tmp AS SELECT * FROM users", "CREATE VIEW v AS SELECT * FROM users",
+    "CREATE FUNCTION f() RETURNS INT RETURN 1", "CREATE TRIGGER tr BEFORE INSERT ON t FOR EACH ROW SET NEW.a = 1",
+    "CREATE EVENT ev ON SCHEDULE EVERY 1 SECOND DO DELETE FROM t", "CREATE DATABASE groundsql_redteam_@TAG@_x",
+    "CREATE USER groundsql_redteam_@TAG@_u", "GRANT ALL ON *.* TO groundsql_reader", "SET PASSWORD = PASSWORD('x')",
+    "SET GLOBAL net_write_timeout = 61", "SET @@GLOBAL.net_write_timeout = 61", "SET sql_mode = 'ANSI_QUOTES'",
+    "SET NAMES latin1", "SET @x = 1; SELECT @x", "SELECT a INTO @x FROM t LIMIT 1",
+    "SELECT * FROM t INTO OUTFILE '@OUT@_stacked'", "SELECT * FROM users INTO DUMPFILE '@OUT@_dump'",
+    "LOAD DATA INFILE '@SECRET_FILE@' INTO TABLE t", "LOAD DATA LOCAL INFILE '@SECRET_FILE@' INTO TABLE t",
+    "HANDLER t OPEN; HANDLER t READ FIRST", "DO GET_LOCK('groundsql_redteam_@TAG@', 0)", "DO SLEEP(30)",
+    "LOCK TABLES t WRITE", "UNLOCK TABLES", "FLUSH PRIVILEGES", "FLUSH TABLES WITH READ LOCK", "RESET QUERY CACHE",
+    "KILL @CANARY@", "KILL QUERY @CANARY@", "SHUTDOWN", "INSTALL SONAME 'ha_blackhole'",
+    "CALL evil_proc()", "PREPARE s FROM 'DELETE FROM t'; EXECUTE s", "EXECUTE IMMEDIATE 'DELETE FROM t'",
+    "XA START 'groundsql'", "SAVEPOINT s", "ANALYZE TABLE t", "OPTIMIZE TABLE t", "REPAIR TABLE t",
+    "CHECK TABLE t", "CHECKSUM TABLE t", "RENAME TABLE t TO t2", "BINLOG 'x'", "PURGE BINARY LOGS BEFORE NOW()",
+    "SHOW GRANTS", "SHOW PROCESSLIST", "EXPLAIN SELECT * FROM users", "ANALYZE SELECT * FROM users",
+    "DESCRIBE users", "HELP 'select'", "USE mysql", "/*! DELETE FROM t */", "/*!50000 DROP TABLE t */ SELECT 1",
+    "SELECT 1 /*! ; DELETE FROM t */", "WITH d AS (SELECT 1) DELETE FROM t", "SELECT * FROM t FOR UPDATE",
+    "SELECT * FROM t LOCK IN SHARE MODE", "SELECT NEXT VALUE FOR my_seq", "ALTER SEQUENCE my_seq RESTART 100",
+)
+_STACKED = {"postgres": _STACKED_POSTGRES, "sqlite": _STACKED_SQLITE, "duckdb": _STACKED_DUCKDB,
+            "mysql": _STACKED_MYSQL}
 
 
 def _stacked_spellings(sql: str) -> list[str]:
@@ -864,6 +1040,19 @@ _RESOURCE_ENGINE = {
         "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 1000) "
         "SELECT group_concat(hex(zeroblob(1000000)), '') FROM r",
     ),
+    "mysql": (
+        "SELECT SLEEP(30)",
+        "SELECT BENCHMARK(10000000000, MD5('x'))",
+        "SELECT COUNT(*) FROM seq_1_to_10000000000",
+        "SELECT REPEAT('x', 1000000000)",
+        "SELECT LPAD('x', 1000000000, 'y')",
+        "SELECT GROUP_CONCAT(REPEAT('x', 100000)) FROM seq_1_to_10000",
+        "SELECT seq, LPAD('x', 300, 'y') FROM seq_1_to_100000000 LIMIT 3000000",
+        "WITH RECURSIVE r(n, s) AS (SELECT 1, CAST('x' AS CHAR(1000)) UNION ALL "
+        "SELECT n + 1, CONCAT(s, s) FROM r WHERE n < 40) SELECT LENGTH(s) FROM r",
+        "SELECT COUNT(*) FROM t a JOIN t b ON a.a <= b.a JOIN t c ON b.a <= c.a JOIN t d ON c.a <= d.a "
+        "JOIN t e ON d.a <= e.a JOIN t f ON e.a <= f.a JOIN t g ON f.a <= g.a JOIN t h ON g.a <= h.a",
+    ),
 }
 
 
@@ -900,12 +1089,12 @@ def corpus(engine: str) -> tuple[Attack, ...]:
 
 def raw_corpus(engine: str) -> tuple[Attack, ...]:
     """What the raw executor is tried with: canonical statements only (spellings exist for
-    the validator), plus issue 22's raw PostgreSQL statements. Expectations about the
+    the validator), plus the raw PostgreSQL and MySQL statements. Expectations about the
     validator (must be accepted) do not apply to the executor alone."""
     attacks = [replace(a, expect=HARMLESS) if a.expect == RUNS else a for a in corpus(engine) if a.canonical]
-    if engine == "postgres":
-        known = {a.sql for a in attacks}
-        attacks += [a for a in RAW_POSTGRES if a.sql not in known]
+    raw = {"postgres": RAW_POSTGRES, "mysql": RAW_MYSQL}.get(engine, [])
+    known = {a.sql for a in attacks}
+    attacks += [a for a in raw if a.sql not in known]
     return tuple(attacks)
 
 
@@ -924,6 +1113,7 @@ _SQL_STRINGS = {
                       for expr, _ in _PG_PAYLOADS),
     "duckdb": tuple(sql for sql, _ in _DUCKDB_PAYLOADS),
     "sqlite": ("SELECT hid_password FROM users", "SELECT 1"),
+    "mysql": ("SELECT hid_password FROM users", "DELETE FROM t", "SELECT LOAD_FILE('@SECRET_FILE@')"),
 }
 
 
@@ -949,18 +1139,19 @@ def statements(engine: str):
         st.sampled_from(["'@SECRET_FILE@'", "'@OUT@_hypothesis'", "'users'", "'my_seq'", "NULL", "a", "b"]),
         sql_strings,
         sql_strings.flatmap(lambda lit: st.sampled_from(_string_forms(engine, lit))),
-        st.sampled_from(_HIDDEN_NAMES),
+        st.sampled_from(_hidden_names(engine)),
     )
     scalar_query = st.builds(lambda p, e: p.replace("{e}", e), st.sampled_from(_positions(engine, Call("f", ""))),
                              st.recursive(leaf, call_of, max_leaves=6))
-    table_query = st.sampled_from([c for c in calls if c.table is not None]).flatmap(
+    table_calls = [c for c in calls if c.table is not None]  # none in MySQL's list
+    table_query = st.sampled_from(table_calls).flatmap(
         lambda c: st.builds(lambda n, p: p.replace("{f}", c.render(n)), spelled(c.name), st.sampled_from(_positions(engine, c)))
     )
     hidden_templates = [*_HIDDEN_DIRECT, *_ALIAS_TRICKS, *_ALIAS_TRICKS_ENGINE[engine], *(_PIVOTS if engine == "duckdb" else ())]
-    hidden_query = st.builds(lambda t, h: t.replace("{h}", h), st.sampled_from(hidden_templates), st.sampled_from(_HIDDEN_NAMES))
+    hidden_query = st.builds(lambda t, h: t.replace("{h}", h), st.sampled_from(hidden_templates), st.sampled_from(_hidden_names(engine)))
     catalog_query = st.builds(lambda rc, form: form.replace("{rel}", rc[0]).replace("{cols}", rc[1]),
                               st.sampled_from(_CATALOGS[engine]), st.sampled_from(_CATALOG_FORMS[4:8]))
-    queries = [scalar_query, table_query, hidden_query, catalog_query]
+    queries = [scalar_query, *([table_query] if table_calls else []), hidden_query, catalog_query]
     if carriers := [a.sql for a in _carrier_attacks(engine)]:
         queries.append(st.sampled_from(carriers))
     wrapped = st.builds(lambda w, q: w.replace("{q}", q), st.sampled_from(_HIDDEN_WRAPPERS), st.one_of(queries))

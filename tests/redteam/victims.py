@@ -12,6 +12,11 @@ work pending (so brin_summarize_new_values / gin_clean_pending_list change pages
 that takes an advisory lock, a role whose password hash sits in pg_authid, a secret file in the
 server's data directory, a SELECT-only role, and roles with one write privilege each.
 
+MySQL/MariaDB victims (a database each on the local server) add a sequence, stored functions
+that take a user-level lock or delete rows, a procedure, an account whose password hash sits in
+mysql.global_priv, a secret file the server can read (LOAD_FILE), and a canary connection for
+KILL to aim at; they are read as root and as `groundsql_reader`, SELECT on them only.
+
 A fingerprint is a dict {component: digest} of everything an attack could change; comparing
 two names the components that changed. Everything the harness creates outside its own
 database carries the victim's tag, so concurrent runs (and the rest of the test suite) never
@@ -265,6 +270,36 @@ class Victim:
         return entry.name.startswith(f"{PREFIX}{self.tag}")
 
 
+class ServerVictim(Victim):
+    """A database on a server (PostgreSQL, MySQL). Siblings are databases beside the main
+    victim's, sharing its accounts and planted file; a clone has the main's hidden values."""
+
+    main: "ServerVictim"
+    _always: tuple[str, ...]  # read from the server by the main victim
+    _server_uid: int | None = None  # the OS user the server writes files as
+
+    def _take_rows(self, sibling_of: "ServerVictim | None", same_hidden: bool) -> None:
+        if sibling_of is not None and same_hidden:
+            self._users, self._hidden = sibling_of._users, sibling_of._hidden
+        else:
+            self._users, self._hidden = _user_rows(twin=sibling_of is not None)
+
+    @property
+    def secrets(self) -> Secrets:  # type: ignore[override]
+        return Secrets(self._hidden, self.main._always)
+
+    def _server_written(self, entry: os.DirEntry) -> bool:
+        # /tmp is shared with everything else on the machine; lo_export, COPY TO, COPY TO
+        # PROGRAM and SELECT ... INTO OUTFILE write as the server's OS user, the harness's own
+        # outputs carry the tag.
+        if self._own_tmp(entry):
+            return True
+        try:
+            return entry.stat(follow_symlinks=False).st_uid == self._server_uid
+        except OSError:
+            return False
+
+
 class FileVictim(Victim):
     """A SQLite or DuckDB file in a directory of its own, with a secret file beside it."""
 
@@ -389,7 +424,7 @@ def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-class PostgresVictim(Victim):
+class PostgresVictim(ServerVictim):
     """A fresh database (dropped on close) on the local server, with its roles and files.
 
     Restoring rebuilds the victim's contents inside the same database (dropping and
@@ -426,19 +461,12 @@ class PostgresVictim(Victim):
         else:
             self.role_names = sibling_of.role_names
             self.secret_file = sibling_of.secret_file
-        if sibling_of is not None and same_hidden:
-            self._users, self._hidden = sibling_of._users, sibling_of._hidden
-        else:
-            self._users, self._hidden = _user_rows(twin=sibling_of is not None)
+        self._take_rows(sibling_of, same_hidden)
         self.admin.execute(f"CREATE DATABASE {_ident(self.db)}")
         self._populate()
         if sibling_of is None:
             self._connect()
             self._always = self._read_always_secrets()
-
-    @property
-    def secrets(self) -> Secrets:  # type: ignore[override]
-        return Secrets(self._hidden, self.main._always)
 
     # -- building ----------------------------------------------------------------------------
 
@@ -550,16 +578,6 @@ class PostgresVictim(Victim):
             self._canary.close()
             self._canary = _pg_connect(self.url("superuser"), application_name=CANARY)
             return f"replaced by {self._canary.execute('SELECT pg_backend_pid()').fetchone()[0]}"
-
-    def _server_written(self, entry: os.DirEntry) -> bool:
-        # /tmp is shared with everything else on the machine; lo_export, COPY TO and
-        # COPY TO PROGRAM write as the server's OS user, the harness's own outputs carry the tag.
-        if self._own_tmp(entry):
-            return True
-        try:
-            return entry.stat(follow_symlinks=False).st_uid == self._server_uid
-        except OSError:
-            return False
 
     # -- restoring ---------------------------------------------------------------------------
 
@@ -702,6 +720,273 @@ _PG_STATE_QUERIES = [
 ]
 
 
+# --------------------------------------------------------------------------------------------
+# MySQL and MariaDB
+# --------------------------------------------------------------------------------------------
+
+# As in tests/conftest.py: the local server's root, and the account granted SELECT per database.
+MYSQL_ROOT = {"host": "127.0.0.1", "port": 3306, "user": "root", "password": ""}
+MYSQL_READER = "groundsql_reader"
+# Server settings that move by themselves: not an attack's effect.
+_VOLATILE_GLOBALS = re.compile(r"GTID_|TIMESTAMP$|.*_POS$")
+# Files the server keeps in a database's folder (tables, sequences); anything else was written.
+_TABLE_FILES = re.compile(r".*\.(frm|ibd|opt|MY[DI]|MA[DI]|TRG|TRN|par|CS[VM])$")
+
+
+def _mysql_connect(database: str | None = None):
+    import pymysql
+
+    return pymysql.connect(**MYSQL_ROOT, database=database, autocommit=True, connect_timeout=5, charset="utf8mb4")
+
+
+def _mysql_schema(tag: str) -> tuple[str, ...]:
+    lock = _literal(f"{PREFIX}{tag}")  # the victim database's name (POOLED_STATE_SQL reads it so)
+    return (
+        "CREATE TABLE users (id INT PRIMARY KEY, name TEXT, email TEXT, hid_ssn TEXT, hid_password TEXT)",
+        "CREATE TABLE orders (id INT PRIMARY KEY, user_id INT REFERENCES users(id), total DOUBLE)",
+        "CREATE TABLE t (a INT, b TEXT)",
+        "CREATE SEQUENCE my_seq",
+        # A lock that outlives its query unless the session is reset, and writes a SELECT hides.
+        f"CREATE FUNCTION evil_lock() RETURNS INT RETURN GET_LOCK({lock}, 0)",
+        "CREATE FUNCTION evil_write() RETURNS INT MODIFIES SQL DATA BEGIN DELETE FROM t; RETURN 1; END",
+        "CREATE PROCEDURE evil_proc() MODIFIES SQL DATA DELETE FROM t",
+    )
+
+
+class MySQLVictim(ServerVictim):
+    """A fresh database (dropped on close) on the local MariaDB server, with its accounts and
+    files. Restoring drops and rebuilds it (cheap on this server). Siblings share the main
+    victim's accounts and planted file; they are only read."""
+
+    engine = "mysql"
+
+    def __init__(self, *, sibling_of: "MySQLVictim | None" = None, same_hidden: bool = False) -> None:
+        self.admin = _mysql_connect()
+        self.main = sibling_of or self
+        self.tag = sibling_of.tag if sibling_of else uuid.uuid4().hex[:10]
+        self.db = f"{PREFIX}{self.tag}" + ("" if sibling_of is None else "_clone" if same_hidden else "_twin")
+        self.datadir = Path(self._scalar("SELECT @@datadir"))
+        self._server_uid = _owner(str(self.datadir))
+        self._conn = self._canary = None
+        if sibling_of is None:
+            self.password_account = f"{PREFIX}{self.tag}_pw"
+            self._role_password = _secret("ROLEPASSWORD")
+            self.secret_file = str(TMP / f"{PREFIX}{self.tag}_secret.txt")
+            self._file_secret = _secret("FILE")
+            Path(self.secret_file).write_text(self._file_secret + "\n")
+            self._globals = self._global_variables()
+            self._create_accounts()
+        else:
+            self.secret_file = sibling_of.secret_file
+        self._take_rows(sibling_of, same_hidden)
+        self._populate()
+        if sibling_of is None:
+            self._connect()
+            self._always = self._read_always_secrets()
+
+    def _scalar(self, sql: str) -> Any:
+        with self.admin.cursor() as cur:
+            cur.execute(sql)
+            return cur.fetchone()[0]
+
+    def _run(self, *statements: str) -> None:
+        with self.admin.cursor() as cur:
+            for statement in statements:
+                cur.execute(statement)
+
+    # -- building ----------------------------------------------------------------------------
+
+    def _create_accounts(self) -> None:
+        self._run(f"CREATE USER IF NOT EXISTS '{MYSQL_READER}'@'%'",
+                  f"CREATE USER '{self.password_account}'@'%' IDENTIFIED BY {_literal(self._role_password)}")
+
+    def _populate(self) -> None:
+        """(Re)build the database from nothing; the reader may SELECT from it, nothing else."""
+        self._remove_written_files()
+        self._run(f"DROP DATABASE IF EXISTS `{self.db}`", f"CREATE DATABASE `{self.db}`", f"USE `{self.db}`",
+                  *_mysql_schema(self.tag), f"GRANT SELECT ON `{self.db}`.* TO '{MYSQL_READER}'@'%'")
+        with self.admin.cursor() as cur:
+            cur.executemany("INSERT INTO users VALUES (%s, %s, %s, %s, %s)", self._users)
+            cur.executemany("INSERT INTO orders VALUES (%s, %s, %s)", _ORDERS)
+            cur.executemany("INSERT INTO t VALUES (%s, %s)", _T)
+        self._run("USE mysql")
+
+    def _remove_written_files(self) -> None:
+        # SELECT ... INTO OUTFILE with a relative name writes into the database's folder, and
+        # DROP DATABASE refuses to remove a folder holding files it does not know.
+        folder = self.datadir / self.db
+        if folder.is_dir():
+            for entry in os.scandir(folder):
+                if not _TABLE_FILES.match(entry.name):
+                    _remove(Path(entry.path))
+
+    def _connect(self) -> None:
+        self._conn = _mysql_connect(self.db)
+        self._canary = _mysql_connect(self.db)
+
+    def _read_always_secrets(self) -> tuple[str, ...]:
+        stored = self._scalar(f"SELECT JSON_VALUE(Priv, '$.authentication_string') FROM mysql.global_priv "
+                              f"WHERE User = {_literal(self.password_account)}")
+        return (self._file_secret, self._role_password, stored, stored.lstrip("*"))
+
+    def _global_variables(self) -> dict[str, str]:
+        with self.admin.cursor() as cur:
+            cur.execute("SELECT VARIABLE_NAME, VARIABLE_VALUE FROM information_schema.GLOBAL_VARIABLES")
+            return {name: str(value) for name, value in cur.fetchall() if not _VOLATILE_GLOBALS.match(name)}
+
+    # -- naming ------------------------------------------------------------------------------
+
+    def url(self, role: str) -> str:
+        user = "root" if role == "superuser" else MYSQL_READER
+        return f"mysql+pymysql://{user}@{MYSQL_ROOT['host']}:{MYSQL_ROOT['port']}/{self.db}"
+
+    def placeholders(self) -> dict[str, str]:
+        main = self.main
+        canary = str(main._canary.thread_id()) if main._canary is not None else "0"
+        return {**super().placeholders(), "@DB@": self.db, "@CANARY@": canary}
+
+    # -- fingerprint -------------------------------------------------------------------------
+
+    def fingerprint(self) -> dict[str, str]:
+        state = self._server_state()
+        state["canary connection"] = self._canary_state()
+        state.update(_listing(TMP, self._server_written))
+        folder = self.datadir / self.db
+        state.update({f"file {folder / name}": "" for name in os.listdir(folder)} if folder.is_dir() else {})
+        return state
+
+    def _server_state(self) -> dict[str, str]:
+        import pymysql
+
+        try:
+            return self._query_state()
+        except pymysql.err.OperationalError:  # an attack may have killed this connection; once more
+            self._conn.close()
+            self._conn = _mysql_connect(self.db)
+            return self._query_state()
+
+    def _query_state(self) -> dict[str, str]:
+        own, db = _literal(f"{PREFIX}{self.tag}".replace("_", "\\_") + "%"), _literal(self.db)
+        state: dict[str, str] = {}
+        with self._conn.cursor() as cur:
+            cur.execute(f"SELECT TABLE_NAME, TABLE_TYPE FROM information_schema.TABLES WHERE TABLE_SCHEMA = {db}")
+            for table, kind in cur.fetchall():
+                cur.execute(f"SELECT * FROM `{self.db}`.`{table}`")
+                rows = sorted(map(repr, cur.fetchall()))
+                state[f"{kind.lower()} data {table}"] = hashlib.md5("|".join(rows).encode()).hexdigest()
+            for key, sql in _MYSQL_STATE_QUERIES.items():
+                cur.execute(sql.format(own=own, db=db))
+                state[key] = hashlib.md5(repr(cur.fetchall()).encode()).hexdigest()
+            cur.execute(f"SELECT IS_USED_LOCK({_literal(PREFIX + self.tag)})")
+            state["user-level lock"] = repr(cur.fetchone()[0] is not None)
+        for name, value in self.main._global_variables().items():
+            state[f"global {name}"] = value
+        return state
+
+    def _canary_state(self) -> str:
+        """The canary connection's thread while it lives; a killed canary is replaced."""
+        import pymysql
+
+        try:
+            self._canary.ping(reconnect=False)
+            return str(self._canary.thread_id())
+        except pymysql.err.Error:
+            self._canary.close()
+            self._canary = _mysql_connect(self.db)
+            return f"replaced by {self._canary.thread_id()}"
+
+    # -- restoring ---------------------------------------------------------------------------
+
+    def restore(self) -> None:
+        """Back to the state after construction: every other session on the database ended
+        (pooled connections with their locks and variables), the database rebuilt; for the main
+        victim also the tag's accounts and files removed, its own accounts and the server's
+        settings reset."""
+        self._disconnect()
+        with self.admin.cursor() as cur:
+            cur.execute(f"SELECT ID FROM information_schema.PROCESSLIST WHERE DB = {_literal(self.db)} "
+                        f"AND ID <> CONNECTION_ID()")
+            for (thread,) in cur.fetchall():
+                try:
+                    cur.execute(f"KILL CONNECTION {int(thread)}")
+                except Exception:  # noqa: BLE001 - it may have ended meanwhile
+                    pass
+        self._populate()
+        if self.main is self:
+            self._clean_server()
+            self._connect()
+            self._always = self._read_always_secrets()
+
+    def _clean_server(self) -> None:
+        own = _literal(f"{PREFIX}{self.tag}".replace("_", "\\_") + "%")
+        keep = {self.db, f"{self.db}_twin", f"{self.db}_clone"}
+        with self.admin.cursor() as cur:
+            cur.execute(f"SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME LIKE {own}")
+            for (name,) in cur.fetchall():
+                if name not in keep:
+                    cur.execute(f"DROP DATABASE `{name}`")
+            cur.execute(f"SELECT User, Host FROM mysql.global_priv WHERE User LIKE {own}")
+            for user, host in cur.fetchall():
+                cur.execute(f"DROP USER {_literal(user)}@{_literal(host)}")
+            cur.execute(f"ALTER USER '{MYSQL_READER}'@'%' IDENTIFIED BY ''")
+        self._create_accounts()
+        now = self._global_variables()
+        for name, value in self._globals.items():
+            if now.get(name) != value:
+                self._run(f"SET GLOBAL {name} = {value if value.lstrip('-').isdigit() else _literal(value)}")
+        for entry in os.scandir(TMP):
+            if entry.name.startswith(f"{PREFIX}{self.tag}_out"):
+                _remove(Path(entry.path))
+
+    def _disconnect(self) -> None:
+        for conn in (self._conn, self._canary):
+            if conn is not None and conn.open:
+                conn.close()
+
+    def close(self) -> None:
+        """Drop everything; siblings first (they use the main victim's accounts)."""
+        self._disconnect()
+        self._remove_written_files()
+        self._run(f"DROP DATABASE IF EXISTS `{self.db}`")
+        try:
+            self._run(f"REVOKE SELECT ON `{self.db}`.* FROM '{MYSQL_READER}'@'%'")
+        except Exception:  # noqa: BLE001 - never granted
+            pass
+        if self.main is self:
+            self._clean_server()
+            self._run(f"DROP USER IF EXISTS '{self.password_account}'@'%'")
+            Path(self.secret_file).unlink(missing_ok=True)
+        self.admin.close()
+
+
+# Rows of the server's state an attack could change, read as root, hashed per key. "{own}" is
+# the LIKE pattern of the victim's tag, "{db}" its database: other runs' objects are left out.
+_MYSQL_STATE_QUERIES = {
+    "columns": "SELECT TABLE_NAME, COLUMN_NAME, COLUMN_TYPE FROM information_schema.COLUMNS "
+               "WHERE TABLE_SCHEMA = {db} ORDER BY 1, 2",
+    "routines": "SELECT ROUTINE_NAME, ROUTINE_TYPE, MD5(ROUTINE_DEFINITION), SECURITY_TYPE, DEFINER "
+                "FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = {db} ORDER BY 1, 2",
+    "triggers": "SELECT TRIGGER_NAME, MD5(ACTION_STATEMENT) FROM information_schema.TRIGGERS "
+                "WHERE TRIGGER_SCHEMA = {db} ORDER BY 1",
+    "events": "SELECT EVENT_NAME, MD5(EVENT_DEFINITION) FROM information_schema.EVENTS ORDER BY 1",
+    "views": "SELECT TABLE_NAME, MD5(VIEW_DEFINITION) FROM information_schema.VIEWS WHERE TABLE_SCHEMA = {db}",
+    "databases": "SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME LIKE {own} ORDER BY 1",
+    "accounts": "SELECT User, Host, MD5(Priv) FROM mysql.global_priv "
+                f"WHERE User LIKE {{own}} OR User = '{MYSQL_READER}' ORDER BY 1, 2",
+    "database grants": "SELECT * FROM mysql.db WHERE Db LIKE {own} ORDER BY Host, Db, User",
+    "table grants": "SELECT Host, Db, User, Table_name, Table_priv, Column_priv FROM mysql.tables_priv "
+                    "WHERE Db LIKE {own} ORDER BY 1, 2, 3, 4",
+    "column grants": "SELECT * FROM mysql.columns_priv WHERE Db LIKE {own} ORDER BY 1, 2, 3, 4, 5",
+    "routine grants": "SELECT Host, Db, User, Routine_name, Proc_priv FROM mysql.procs_priv "
+                      "WHERE Db LIKE {own} ORDER BY 1, 2, 3, 4",
+    "role grants": "SELECT * FROM mysql.roles_mapping "
+                   f"WHERE User LIKE {{own}} OR User = '{MYSQL_READER}' OR Role LIKE {{own}} ORDER BY 1, 2, 3",
+    "loadable functions": "SELECT * FROM mysql.func ORDER BY 1",
+    "plugins": "SELECT PLUGIN_NAME, PLUGIN_STATUS FROM information_schema.PLUGINS ORDER BY 1",
+    "servers": "SELECT Server_name FROM mysql.servers ORDER BY 1",
+}
+
+
 # State that lives in a connection an executor keeps open and would reach the next query
 # (PostgreSQL: session settings, SQL-level prepared statements, held cursors, LISTEN channels,
 # temporary tables, dblink connections; DuckDB: variables, temporary tables; SQLite: temporary
@@ -721,6 +1006,16 @@ POOLED_STATE_SQL = {
         "(SELECT string_agg(table_name, ',' ORDER BY table_name) FROM duckdb_tables() WHERE temporary)"
     ),
     "sqlite": "SELECT (SELECT group_concat(name) FROM temp.sqlite_master)",
+    # MySQL: user variables, the victim's user-level lock (named as its database) held, the
+    # session's settings (temporary tables
+    # have no catalog to list them; creating one is refused by the executor and the reader's
+    # grants, and the reset after each query drops them).
+    "mysql": (
+        "SELECT (SELECT GROUP_CONCAT(VARIABLE_NAME, '=', VARIABLE_VALUE ORDER BY VARIABLE_NAME) "
+        "FROM information_schema.USER_VARIABLES), IS_USED_LOCK(DATABASE()) = CONNECTION_ID(), @@SESSION.sql_mode, "
+        "@@SESSION.tx_read_only, @@SESSION.autocommit, @@SESSION.time_zone, "
+        "@@SESSION.character_set_client, CURRENT_USER(), CURRENT_ROLE(), DATABASE()"
+    ),
 }
 
 
@@ -736,6 +1031,16 @@ def postgres_victims(admin_url: str = PG_ADMIN_URL) -> tuple[PostgresVictim, Pos
     try:
         return (victim, PostgresVictim(admin_url, sibling_of=victim),
                 PostgresVictim(admin_url, sibling_of=victim, same_hidden=True))
+    except BaseException:
+        victim.close()
+        raise
+
+
+def mysql_victims() -> tuple[MySQLVictim, MySQLVictim, MySQLVictim]:
+    """A MySQL/MariaDB victim, its twin and its clone."""
+    victim = MySQLVictim()
+    try:
+        return victim, MySQLVictim(sibling_of=victim), MySQLVictim(sibling_of=victim, same_hidden=True)
     except BaseException:
         victim.close()
         raise

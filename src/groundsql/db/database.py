@@ -5,7 +5,9 @@ read (db/engines/): SQLite files open with `mode=ro`, `query_only` and an author
 denies everything but reading; DuckDB files open `read_only` with external access off and a
 memory limit; PostgreSQL runs each query as a server-side cursor (one SELECT, by
 construction) in a READ ONLY transaction with `statement_timeout`, rolled back and reset
-afterwards, and refuses a role that could write. Every query has a wall-clock timeout (the
+afterwards; MySQL and MariaDB run one statement the server prepares as a query, in a READ ONLY
+transaction with the server's time limit, rolled back and reset afterwards; both refuse an
+account that could write. Every query has a wall-clock timeout (the
 engine's interrupt, then the worker is killed), a row cap, a result byte cap and a memory
 bound (the worker's address space), so one runaway query cannot take the caller down.
 
@@ -16,6 +18,7 @@ process; it never runs model-written SQL.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import logging
 import os
 import time
@@ -40,7 +43,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("groundsql")
 
 # SQLAlchemy backend name -> sqlglot dialect name.
-_DIALECTS = {"sqlite": "sqlite", "postgresql": "postgres", "duckdb": "duckdb"}
+_DIALECTS = {"sqlite": "sqlite", "postgresql": "postgres", "duckdb": "duckdb", "mysql": "mysql", "mariadb": "mysql"}
+# SQLAlchemy backend name -> the driver package groundsql installs for it, and its extra.
+_DRIVERS = {"postgresql": ("psycopg", "postgres"), "mysql": ("pymysql", "mysql"), "mariadb": ("pymysql", "mysql"),
+            "duckdb": ("duckdb", "duckdb")}
 
 
 @dataclass(frozen=True)
@@ -67,6 +73,9 @@ class Database:
         if backend not in _DIALECTS:
             supported = ", ".join(sorted(_DIALECTS))
             raise ConfigError(f"no read-only support for {backend!r} databases yet (supported: {supported})")
+        if backend in _DRIVERS and importlib.util.find_spec(_DRIVERS[backend][0]) is None:
+            driver, extra = _DRIVERS[backend]
+            raise ConfigError(f"{backend} databases need the {driver} package: pip install 'groundsql[{extra}]'")
         self.url = parsed
         self.backend = backend
         self.dialect = _DIALECTS[backend]
@@ -75,8 +84,7 @@ class Database:
         self._sa_engine: Engine | None = None
         self._schema: Schema | None = None
         self._catalog: Catalog | None = None
-        if backend == "postgresql":
-            self._check_role()
+        self._check_role()
 
     def check(self) -> None:
         """Make sure this is a database to ask, before anything is spent on it (a session does
@@ -151,12 +159,21 @@ class Database:
                 spec["file"] = (stat.st_dev, stat.st_ino)
             except OSError as err:
                 raise DatabaseError(f"cannot read {self._path}: {err.strerror}") from None
-        else:
+        elif self.backend == "postgresql":
             conninfo = self.url.set(drivername="postgresql").render_as_string(hide_password=False)
             spec = {"backend": self.backend, "conninfo": conninfo,
                     "work_mem_mb": config.work_mem_mb, "temp_file_limit_mb": config.temp_file_limit_mb}
+        else:
+            spec = {"backend": self.backend, **self._mysql_spec()}
         spec["key"] = hashlib.sha256(repr(sorted(spec.items())).encode()).hexdigest()
         return spec
+
+    def _mysql_spec(self) -> dict[str, Any]:
+        url = self.url
+        if not url.database:
+            raise ConfigError(f"name the database in the URL: {self.backend}://user@host/mydb")
+        return {"host": url.host or "localhost", "port": url.port or 3306, "user": url.username or "",
+                "password": url.password or "", "database": url.database, "unix_socket": url.query.get("unix_socket")}
 
     def _file_path(self) -> Path:
         database = self.url.database
@@ -170,9 +187,12 @@ class Database:
         return path
 
     def _check_role(self) -> None:
-        from groundsql.db.engines.postgres import PRIVILEGE_SQL
-
-        reasons = [row[0] for row in self.execute(PRIVILEGE_SQL, max_rows=5).rows]
+        """Refuse a role (an account) that may write: read-only transactions do not bind
+        everything it could do (a superuser's file functions, MySQL's SET GLOBAL)."""
+        engine = self._engine_kind
+        if engine.privilege_sql is None:
+            return
+        reasons = [row[0] for row in self.execute(engine.privilege_sql, max_rows=5).rows]
         if not reasons:
             return
         if "it is a superuser" in reasons:
@@ -182,10 +202,10 @@ class Database:
             log.warning("%s; running anyway because database.allow_privileged_role is set", what)
             return
         where = self.url.render_as_string(hide_password=True)
+        grants = engine.reader_grants.format(database=self.url.database or "mydb")
         raise ConfigError(
             f"groundsql will not run queries on {where}: {what}. Connect as a role that may only "
-            "read (CREATE ROLE reader LOGIN; GRANT USAGE ON SCHEMA public TO reader; GRANT SELECT ON "
-            "ALL TABLES IN SCHEMA public TO reader), or, for a database you can afford to lose, "
+            f"read ({grants}), or, for a database you can afford to lose, "
             "set database.allow_privileged_role (--allow-privileged-role)"
         )
 
@@ -196,8 +216,8 @@ class Database:
 
     @property
     def engine(self) -> Engine:
-        """A SQLAlchemy engine for introspection (SQLite and PostgreSQL), on the same read-only
-        terms as the workers' connections."""
+        """A SQLAlchemy engine for introspection (SQLite and the database servers), on the same
+        read-only terms as the workers' connections."""
         if self._sa_engine is None:
             self._sa_engine = self._make_sqlalchemy_engine()
         return self._sa_engine
@@ -208,14 +228,15 @@ class Database:
 
             path = self._path
             return sa.create_engine("sqlite://", creator=lambda: connect_read_only(path), poolclass=sa.NullPool)
-        if self.backend == "postgresql":
+        if self.backend in _DRIVERS and self.backend != "duckdb":
+            driver, extra = _DRIVERS[self.backend]
             url = self.url
-            if url.drivername == "postgresql":
-                url = url.set(drivername="postgresql+psycopg")  # the driver groundsql installs
+            if url.drivername == self.backend:
+                url = url.set(drivername=f"{self.backend}+{driver}")  # the driver groundsql installs
             try:
                 return sa.create_engine(url, poolclass=sa.NullPool)
-            except NoSuchModuleError as err:
-                raise ConfigError("the driver for postgresql is not installed: pip install 'groundsql[postgres]'") from err
+            except (NoSuchModuleError, ImportError) as err:
+                raise ConfigError(f"the driver for {self.backend} is not installed: pip install 'groundsql[{extra}]'") from err
         raise ConfigError(f"{self.backend} is introspected through its own catalog, not SQLAlchemy")
 
     def introspect(self, *, refresh: bool = False) -> "Schema":
@@ -238,7 +259,7 @@ class Database:
     def close(self) -> None:
         from groundsql.db.pool import pool_for
 
-        if self._path is not None and self._path.exists() or self.backend == "postgresql":
+        if self._path is None or self._path.exists():
             try:
                 pool_for(self.config.workers, self.config.memory_mb).close_connections(self._spec()["key"])
             except DatabaseError:
@@ -263,6 +284,10 @@ def _sqlalchemy_dialect(backend: str) -> sa.engine.Dialect:
         from sqlalchemy.dialects import sqlite
 
         return sqlite.dialect()
+    if backend in ("mysql", "mariadb"):
+        from sqlalchemy.dialects import mysql
+
+        return mysql.dialect()
     from sqlalchemy.dialects import postgresql
 
     return postgresql.dialect()

@@ -80,7 +80,7 @@ class _Connections:
 
 
 def _run(connections: _Connections, request: dict[str, Any]) -> dict[str, Any]:
-    from groundsql.db.engines import Limits, ResultTooLarge
+    from groundsql.db.engines import Limits, QueryTimedOut, ResultTooLarge
 
     limits = Limits(request["timeout_s"], request["max_rows"], request["max_bytes"])
     spec = request["spec"]
@@ -117,7 +117,7 @@ def _run(connections: _Connections, request: dict[str, Any]) -> dict[str, Any]:
         return {"ok": False, "kind": "too_large", "message": str(err)}
     except Exception as err:  # noqa: BLE001 - every driver has its own error classes
         message = _first_line(err)
-        if fired.is_set() or "statement timeout" in message:
+        if fired.is_set() or isinstance(err, QueryTimedOut) or "statement timeout" in message:
             return {"ok": False, "kind": "timeout", "message": message}
         if "out of memory" in message.lower() or "Allocation failure" in message:
             connections.close(spec["key"])

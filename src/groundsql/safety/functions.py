@@ -75,6 +75,24 @@ _DIALECT_EXTRA = {
         bit_length range list_transform list_filter list_sort list_distinct list_contains
         list_has list_sum list_aggregate array_to_string
     """,
+    # MySQL and MariaDB (sqlglot's "mysql"). Not listed, so refused: LOAD_FILE, SLEEP,
+    # BENCHMARK, GET_LOCK and the other lock functions, MASTER_POS_WAIT and its kin,
+    # NEXTVAL/SETVAL, and any loadable function (sys_exec ...).
+    "mysql": """
+        date time timestamp now curdate curtime current_date current_time current_timestamp
+        localtime localtimestamp utc_timestamp date_format time_format str_to_date year month
+        day dayofmonth dayofweek dayofyear week weekday weekofyear yearweek quarter hour minute
+        second microsecond dayname monthname last_day makedate maketime from_days to_days
+        to_seconds from_unixtime unix_timestamp sec_to_time time_to_sec datediff timediff
+        timestampdiff timestampadd date_add date_sub adddate subdate addtime subtime period_add
+        period_diff convert_tz if isnull interval substring_index locate lcase ucase mid repeat
+        space insert field find_in_set elt hex unhex bin oct conv ord soundex strcmp quote sha
+        sha1 sha2 crc32 to_base64 from_base64 regexp_like regexp_replace regexp_substr
+        regexp_instr truncate rand log2 log10 std stddev variance bit_xor json_arrayagg
+        json_objectagg json_extract json_unquote json_length json_keys json_contains
+        json_contains_path json_type json_valid json_object json_array json_search json_value
+        json_query json_depth
+    """,
 }
 
 # Allocate their whole result at once, which a time limit cannot interrupt (SQLite's

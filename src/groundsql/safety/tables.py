@@ -36,10 +36,14 @@ DEFAULT_SCHEMAS: dict[str, frozenset[str]] = {
     "sqlite": frozenset({"main"}),
     "postgres": frozenset({"public"}),
     "duckdb": frozenset({"main"}),
+    # MySQL's default schema is the database in the URL: only bare names compare.
+    "mysql": frozenset(),
 }
 # System catalogs: schemas, and name prefixes that resolve to a catalog even unqualified
-# (PostgreSQL searches pg_catalog before public; SQLite reserves sqlite_).
-_CATALOG_SCHEMAS = frozenset({"pg_catalog", "information_schema", "temp", "pg_temp", "system"})
+# (PostgreSQL searches pg_catalog before public; SQLite reserves sqlite_). MySQL's grant
+# tables, server state and its views are databases of their own (mysql.user holds hashes).
+_CATALOG_SCHEMAS = frozenset({"pg_catalog", "information_schema", "temp", "pg_temp", "system",
+                              "mysql", "performance_schema", "sys"})
 _CATALOG_PREFIXES = {"sqlite": ("sqlite_", "pragma_"), "postgres": ("pg_",),
                      "duckdb": ("duckdb_", "pg_", "sqlite_", "pragma_")}
 # The views introspection reads, opened by `SafetyConfig.catalog_views`.
@@ -47,6 +51,7 @@ CATALOG_VIEWS = {
     "sqlite": frozenset({"sqlite_master", "sqlite_schema"}),
     "postgres": frozenset({"information_schema.tables", "information_schema.columns"}),
     "duckdb": frozenset({"information_schema.tables", "information_schema.columns"}),
+    "mysql": frozenset({"information_schema.tables", "information_schema.columns"}),
 }
 
 

@@ -31,6 +31,8 @@ Choices worth knowing (each also explained where it is made):
 * A schema-qualified table compares by bare name only when the schema is the dialect's
   default one (main, public); any other schema must be listed as "schema.table".
 * A construct the dialect's own generator cannot render is refused as "unsupported SQL".
+* MySQL's executable comments (/*! ... */, MariaDB's /*M! ... */) are refused, not dropped:
+  the server runs what they hold, so the statement means something other than it reads.
 * An existing LIMIT is kept even when larger than `default_limit` (the executor caps rows
   anyway, and changing an explicit LIMIT would change the answer); LIMIT ALL, LIMIT NULL and
   negative limits count as none.
@@ -116,10 +118,11 @@ _STATEMENT_NAMES = {
 _CONSTRUCT_NAMES = {
     **_STATEMENT_NAMES, "Dot": "qualified name", "Operator": "OPERATOR()", "Placeholder": "parameter",
     "Parameter": "parameter", "SessionParameter": "session variable", "TableSample": "TABLESAMPLE",
-    "Hint": "optimizer hint", "Comprehension": "list comprehension",
+    "Hint": "optimizer hint", "Comprehension": "list comprehension", "IndexTableHint": "index hint",
+    "PropertyEQ": "variable assignment (:=)", "Introducer": "character set introducer",
 }
 _CONSTRUCT_REASONS = {
-    "SELECT INTO": "SELECT ... INTO creates a table",
+    "SELECT INTO": "SELECT ... INTO creates a table (or, in MySQL, writes a file or variables)",
     "FOR UPDATE lock": "locking clauses take row locks; only plain reads may run",
     "FOR SHARE lock": "locking clauses take row locks; only plain reads may run",
     "RETURNING": "RETURNING belongs to a data-modifying statement",
@@ -130,7 +133,7 @@ _CONSTRUCT_REASONS = {
 }
 
 # SQLAlchemy and sqlglot spell some dialects differently.
-_DIALECT_ALIASES = {"postgresql": "postgres", "pg": "postgres", "sqlite3": "sqlite"}
+_DIALECT_ALIASES = {"postgresql": "postgres", "pg": "postgres", "sqlite3": "sqlite", "mariadb": "mysql"}
 
 # One statement can spread joins over many SELECTs (CTEs, subqueries, UNION arms); beyond
 # this many times max_joins in total it is a fan-out hazard even if each SELECT is within it.
@@ -145,6 +148,9 @@ _MAX_SQL_CHARS = 100_000
 _CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _ROUGH_TOKEN = re.compile(r"[\w$]+|'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|\S")
+# MySQL runs the text of a /*! ... */ comment as SQL (MariaDB also of /*M! ... */); the checked
+# rendering leaves comments out, so what ran would not be what the statement says.
+_EXECUTABLE_COMMENT = re.compile(r"M?!")
 
 
 @dataclass(frozen=True)
@@ -221,6 +227,8 @@ def _validate(sql: str, dialect: str, policy: SafetyConfig, catalog: "Catalog | 
     if _count_tokens(sql) > policy.max_tokens:
         raise UnsafeSQLError("oversized SQL", f"the statement has more than {policy.max_tokens:,} tokens")
 
+    if dialect == "mysql":
+        _refuse_executable_comments(sql)
     root = _unwrap_parens(_parse_single(sql, dialect))
     if (command := _duckdb_command(root, dialect, policy, catalog)) is not None:
         return command
@@ -254,6 +262,16 @@ def _render_checked(root: exp.Expression, dialect: str, policy: SafetyConfig, ca
     if _analyse(reparsed, dialect, policy, catalog) != tables:
         raise UnsafeSQLError("unsupported SQL", "the normalised statement reads different tables")
     return rendered
+
+
+def _refuse_executable_comments(sql: str) -> None:
+    try:
+        tokens = Dialect.get_or_raise("mysql").tokenize(sql)
+    except sqlglot.errors.TokenError:
+        return  # parsing says where the statement stops being SQL
+    if any(_EXECUTABLE_COMMENT.match(comment) for token in tokens for comment in token.comments):
+        raise UnsafeSQLError("executable comment",
+                             "MySQL runs the SQL inside /*! ... */ comments; write it outside a comment")
 
 
 def _count_tokens(sql: str) -> int:

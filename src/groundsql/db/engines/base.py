@@ -27,6 +27,10 @@ class ResultTooLarge(Exception):
     """A single row is larger than the result's byte cap: there is nothing useful to return."""
 
 
+class QueryTimedOut(Exception):
+    """The database itself stopped the query at its time limit (before the worker's timer)."""
+
+
 class Engine(Protocol):
     """One database engine, as a query worker and the parent process use it."""
 
@@ -42,6 +46,11 @@ class Engine(Protocol):
     # -- in the parent: SQL whose single column lists the lower-case names of the functions
     # and macros the database itself defines (they may shadow a built-in), or None
     user_functions_sql: str | None
+    # SQL whose single column lists why the connecting account may write (nothing: it may
+    # only read), or None where the connection itself cannot write (a file opened read-only);
+    # and how to create an account that may only read, for the refusal ({database}: its name)
+    privilege_sql: str | None
+    reader_grants: str
 
 
 def plain_value(value: Any) -> Any:

@@ -11,6 +11,8 @@ class DuckDBEngine:
     dialect = "duckdb"
     # Macros and functions created in the file can shadow a built-in (a macro named upper).
     user_functions_sql = "SELECT DISTINCT lower(function_name) FROM duckdb_functions() WHERE NOT internal"
+    privilege_sql = None  # opened read-only: no account to check
+    reader_grants = ""
 
     def connect(self, spec: dict[str, Any]) -> Any:
         import duckdb

@@ -64,6 +64,9 @@ class PostgresEngine:
         "SELECT DISTINCT lower(p.proname) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
         "WHERE n.nspname NOT IN ('pg_catalog', 'information_schema')"
     )
+    privilege_sql = PRIVILEGE_SQL
+    reader_grants = ("CREATE ROLE reader LOGIN; GRANT USAGE ON SCHEMA public TO reader; GRANT SELECT ON "
+                     "ALL TABLES IN SCHEMA public TO reader")
 
     def connect(self, spec: dict[str, Any]) -> _Session:
         import psycopg

@@ -53,6 +53,8 @@ def connect_read_only(path: str | Path, heap_limit_bytes: int | None = None) -> 
 class SQLiteEngine:
     dialect = "sqlite"
     user_functions_sql = None  # SQLite keeps no functions in the file
+    privilege_sql = None  # opened read-only: no account to check
+    reader_grants = ""
 
     def connect(self, spec: dict[str, Any]) -> sqlite3.Connection:
         return connect_read_only(spec["path"], heap_limit_bytes=spec["memory_mb"] * 2**20 // 2)
