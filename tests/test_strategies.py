@@ -135,3 +135,31 @@ def test_reflection_does_not_run_a_failed_query_again(concert_singer: Path) -> N
     executed = [s for s in answer.steps if s.name == "validate+execute"]
     assert [s.detail["sql"] for s in executed] == [slow, "SELECT COUNT(*) FROM singer"]
     assert "not run again" in llm.requests[2].messages[-1].content
+
+
+# -- auto: the strategy the measurements favour ------------------------------------------------
+
+
+def test_auto_grounds_a_database_with_a_pack_and_searches_one_without(monkeypatch) -> None:
+    from groundsql.api import demo_database_url
+    from groundsql.db import Database
+    from groundsql.strategies import Answer, Context
+    from groundsql.strategies import auto as auto_module
+    from tests.conftest import spider_db
+
+    with Database(demo_database_url()) as demo, Database(f"sqlite:///{spider_db('concert_singer')}") as singers:
+        chosen = auto_module.choose(Context(db=demo, llm=Scripted(), settings=Settings()))
+        assert chosen[0] == "grounded" and "domain pack (findemo)" in chosen[1]
+        assert auto_module.choose(Context(db=singers, llm=Scripted(), settings=Settings()))[0] == "search"
+        fast = Settings.model_validate({"auto": {"budget": "fast"}})
+        assert auto_module.choose(Context(db=singers, llm=Scripted(), settings=fast))[0] == "self-consistency"
+
+        ran, heard = [], []
+        monkeypatch.setattr("groundsql.strategies.get_strategy", lambda name: lambda q, ctx: ran.append(name) or Answer(
+            q, name, "SELECT 1", grounds={"x": 1}))
+        answer = auto_module.auto("How many singers?", Context(db=singers, llm=Scripted(), settings=fast,
+                                                               on_step=heard.append))
+    assert ran == ["self-consistency"] and answer.strategy == "self-consistency"
+    assert answer.steps[0].name == "strategy" and answer.steps[0].detail["chosen"] == "self-consistency"
+    assert answer.grounds == {"auto": {"chosen": "self-consistency", "why": answer.steps[0].detail["why"]}, "x": 1}
+    assert heard == [answer.steps[0]]  # the server's event stream hears of the choice first

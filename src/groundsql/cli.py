@@ -97,7 +97,8 @@ def ask(
     trace: Annotated[bool, typer.Option(help="Also print the step-by-step trace.")] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not reuse cached model answers.")] = False,
     strategy: Annotated[
-        str, typer.Option(help="zero-shot, few-shot, self-consistency, grounded or search.")
+        str, typer.Option(help="zero-shot, few-shot, self-consistency, grounded, search, or auto (grounded "
+                               "where the database has a domain pack, otherwise the search).")
     ] = "zero-shot",
     bank: Annotated[Optional[str], typer.Option(help="Query bank (JSONL) for few-shot.")] = None,
     pack: Annotated[

@@ -230,6 +230,13 @@ class SearchConfig(_Frozen):
         return value
 
 
+class AutoConfig(_Frozen):
+    """`auto`: grounded where the database has a domain pack; elsewhere the search, or
+    self-consistency when the budget is fast (strategies/auto.py says why)."""
+
+    budget: Literal["thorough", "fast"] = "thorough"
+
+
 class ConversationConfig(_Frozen):
     """Follow-up questions (conversation/): a follow-up is made standalone against the
     conversation's last turns, which the generator is also shown. Off: every question is
@@ -252,3 +259,4 @@ class Settings(_Frozen):
     grounded: GroundedConfig = GroundedConfig()
     search: SearchConfig = SearchConfig()
     conversation: ConversationConfig = ConversationConfig()
+    auto: AutoConfig = AutoConfig()

@@ -20,6 +20,7 @@ STRATEGIES: dict[str, str] = {
     "self-consistency": "groundsql.strategies.self_consistency:self_consistency",
     "grounded": "groundsql.strategies.grounded:grounded",
     "search": "groundsql.strategies.search:search",
+    "auto": "groundsql.strategies.auto:auto",
 }
 
 
