@@ -95,9 +95,12 @@ def test_demo_schema_descriptions(demo_pack) -> None:
     assert "# Domain rules" in text and "# Reference tables" in text
 
 
-def test_demo_bank_starts_empty_with_a_template(demo_pack) -> None:
+def test_demo_bank_starts_drafted_with_a_template(demo_pack) -> None:
     out, summary, pack, _ = demo_pack
-    assert pack.bank == () and (out / "bank.jsonl").read_text() == ""
+    drafted = [json.loads(line) for line in (out / "bank.jsonl").read_text().splitlines()]
+    assert 0 < summary.drafted == len(drafted) == len(pack.bank)  # tests/test_bank_draft.py checks them
+    assert all(line["drafted"] is True for line in drafted)
+    assert "drafted example" in (out / "README.md").read_text()
     lines = [json.loads(line) for line in (out / "bank.example.jsonl").read_text().splitlines()]
     assert lines[0] == {"question": "...", "reasoning": "...", "sql": "..."}
     assert '{"question": "...", "reasoning": "...", "sql": "..."}' in (out / "README.md").read_text()
@@ -243,6 +246,7 @@ def test_cli_init(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "3 entity tables" in done.stdout and "3 joins" in done.stdout
     assert "bank.jsonl" in done.stdout and "15-30" in done.stdout
+    assert "9 drafted examples in bank.jsonl" in done.stdout
     assert load_pack(out).name == "concert_singer"
     again = _cli("init", "--db", str(spider_db("concert_singer")), "--out", str(out))
     assert again.returncode != 0 and "--force" in again.stderr and "Traceback" not in again.stderr

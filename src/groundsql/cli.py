@@ -256,11 +256,12 @@ def init(
         f"  {_count_of(len(summary.references), 'reference table')}: {_names(summary.references)}",
         f"  {_count_of(len(summary.entities), 'entity table')}: {_names(summary.entities)}",
         f"  {_count_of(summary.joins, 'join')}{inferred}",
+        f"  {_count_of(summary.drafted, 'drafted example')} in bank.jsonl, to review (marked \"drafted\": true)",
         *(f"  kept {path} as it was" for path in summary.kept),
         "Next steps:",
         f"  1. Read and correct {summary.folder / 'pack.yaml'} and schema.yaml: every entry is a guess.",
-        f"  2. Add 15-30 solved questions your users ask to {summary.folder / 'bank.jsonl'} "
-        f"(format: {summary.folder / 'bank.example.jsonl'}).",
+        f"  2. Review the drafted examples in {summary.folder / 'bank.jsonl'} and add solved questions "
+        f"your users ask, 15-30 in all (format: {summary.folder / 'bank.example.jsonl'}).",
     ]
     for line in lines:
         show(out, line)

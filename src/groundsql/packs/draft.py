@@ -117,6 +117,7 @@ class DraftSummary:
     files: tuple[Path, ...]
     kept: tuple[Path, ...] = ()  # files that existed and were left alone (a filled bank)
     notes: tuple[str, ...] = ()  # what could not be drafted, and why
+    drafted: int = 0  # solved examples drafted into a new bank.jsonl, for a person to review
 
 
 @dataclass(frozen=True)
@@ -145,17 +146,22 @@ def draft_pack(db: Database, out: Path, *, force: bool = False) -> DraftSummary:
             f"{existing[0]} already exists; use --force (force=True) to overwrite the draft "
             f"(a bank.jsonl that exists is kept)"
         )
+    from groundsql.packs.bank_draft import draft_bank  # it builds on this module's detection
+
     draft = detect(db)
     name = draft.schema.name or out.resolve().name or "pack"
+    # A bank that exists is a person's work, always kept: draft one only for a new bank.
+    drafted = () if (out / BANK_FILE).exists() else draft_bank(db, draft)
     texts = {
         PACK_FILE: render_pack_yaml(name, draft),
         SCHEMA_FILE: render_schema_yaml(name, draft),
-        README_FILE: render_readme(name),
+        README_FILE: render_readme(name, len(drafted)),
         BANK_EXAMPLE_FILE: render_bank_example(db, draft),
+        # ASCII JSON: a name with a line separator in it must not split a line.
+        BANK_FILE: "".join(json.dumps(example.to_json()) + "\n" for example in drafted),
     }
     writable_folder(out, "the pack (--out)")
     written, kept = [], []
-    texts[BANK_FILE] = ""  # an empty bank to fill; one that exists is a person's work, always kept
     for filename, text in texts.items():
         path = out / filename
         if path.exists() and (filename == BANK_FILE or filename in (README_FILE, BANK_EXAMPLE_FILE) and not force):
@@ -177,6 +183,7 @@ def draft_pack(db: Database, out: Path, *, force: bool = False) -> DraftSummary:
         files=tuple(written),
         kept=tuple(kept),
         notes=draft.notes,
+        drafted=len(drafted),
     )
 
 
@@ -829,8 +836,15 @@ def render_schema_yaml(name: str, draft: Draft) -> str:
     ])
 
 
-def render_readme(name: str) -> str:
+def render_readme(name: str, drafted: int = 0) -> str:
     template = json.dumps({"question": "...", "reasoning": "...", "sql": "..."})
+    start = "It starts empty;" if not drafted else (
+        f"It starts with {drafted} drafted example{'s' * (drafted != 1)}, marked\n"
+        f"  `\"drafted\": true` (and the `template` they were built from): questions and SQL made\n"
+        f"  from the tables, joins, labels and names detected, with values sampled from the\n"
+        f"  database. Review every one: reword the question as your users would ask it, check\n"
+        f"  that the SQL answers it, delete the ones nobody would ask, and remove the `drafted`\n"
+        f"  mark from those you keep, then")
     return f"""# Domain pack: {_one_line(name)}
 
 Drafted by `groundsql init`. A draft, not a finished pack: read every file and correct it.
@@ -838,7 +852,7 @@ Drafted by `groundsql init`. A draft, not a finished pack: read every file and c
 - `pack.yaml`: name, description, reference tables (lookups of concepts), entity tables
   (named things), domain rules.
 - `schema.yaml`: what every table and column means, and the join paths.
-- `bank.jsonl`: solved questions, one JSON object a line. It starts empty; add 15-30
+- `bank.jsonl`: solved questions, one JSON object a line. {start} add 15-30
   questions your users really ask, with the SQL an expert would write:
 
       {template}
