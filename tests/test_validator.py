@@ -708,3 +708,12 @@ def test_unbounded_limits_are_replaced() -> None:
 def test_fetch_first_counts_as_a_limit() -> None:
     result = validate_sql("SELECT a FROM t FETCH FIRST 3 ROWS ONLY", "postgres")
     assert not result.limit_added and "3" in result.sql
+
+
+@pytest.mark.parametrize("dialect", [*DIALECTS, "mysql"])
+def test_a_built_in_types_parameters_are_not_a_call(dialect: str) -> None:
+    for sql in ("SELECT CAST(1.234 AS DECIMAL(10, 2))", "SELECT CAST('abc' AS VARCHAR(2))"):
+        validate_sql(sql, dialect)
+    if dialect != "mysql":  # MySQL's grammar has no types of the database's own
+        with pytest.raises(UnsafeSQLError, match="refused function evil"):
+            validate_sql("SELECT CAST(1 AS evil(1))", dialect)  # its own type may run code of its own

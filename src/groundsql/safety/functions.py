@@ -118,7 +118,20 @@ def called_names(node: exp.Func, dialect: str) -> set[str]:
     if isinstance(node, exp.Anonymous):
         return {str(node.name).strip('"`').lower()}
     rendered = _shallow(node).sql(dialect=dialect, comments=False)
-    return {m.group(1).strip('"`').lower() for m in _CALL.finditer(rendered)}
+    return {m.group(1).strip('"`').lower() for m in _CALL.finditer(rendered)
+            if not _type_parameters(rendered, m, dialect)}
+
+
+def _type_parameters(rendered: str, call: re.Match[str], dialect: str) -> bool:
+    """A built-in type's parameters, not a call: CAST(x AS DECIMAL(10, 2)). A type of the
+    database's own (CAST(x AS evil(1))) stays a call to check: it may run code of its own."""
+    if not rendered[:call.start()].upper().endswith(" AS "):
+        return False
+    try:
+        kind = exp.DataType.build(call.group(1), dialect=dialect, udt=True).this
+    except Exception:  # noqa: BLE001 - not a type sqlglot knows: checked as a call
+        return False
+    return kind != exp.DataType.Type.USERDEFINED
 
 
 def _shallow(node: exp.Func) -> exp.Func:

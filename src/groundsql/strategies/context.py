@@ -65,7 +65,7 @@ class Context:
 
     @property
     def dialect_label(self) -> str:
-        return {"sqlite": "SQLite", "postgres": "PostgreSQL", "duckdb": "DuckDB"}.get(
+        return {"sqlite": "SQLite", "postgres": "PostgreSQL", "duckdb": "DuckDB", "mysql": "MySQL"}.get(
             self.db.dialect, self.db.dialect
         )
 
