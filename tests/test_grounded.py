@@ -393,9 +393,12 @@ def test_evaluation_over_many_databases_takes_each_its_own_drafted_pack(tmp_path
     assert "Filter on the resolved values" not in llm.requests[0].messages[-1].content
     system = llm.requests[0].messages[0].content
     assert "Row count" in system  # the schema carries this database's own draft's descriptions
-    # A small schema with nothing to ground is asked exactly as zero-shot asks.
+    # A small schema with nothing to ground is asked as zero-shot asks, with the draft's
+    # solved examples (groundsql init drafts them from the database's joins and measures).
     assert system.startswith("You are an expert data analyst who writes SQLite SQL.\nGiven the")
-    assert llm.requests[0].messages[-1].content == "Question: How many singers are from France?"
+    turn = llm.requests[0].messages[-1].content
+    assert turn.startswith("Solved examples:") and "singer_in_concert" in turn
+    assert turn.endswith("Question: How many singers are from France?")
 
 
 def test_a_table_name_in_the_singular_is_no_unknown_entity(tmp_path: Path) -> None:
