@@ -1,4 +1,4 @@
-"""The one place that writes files: atomically, into folders checked first, and with a sentence
+"""The one place that reads hand-written text files and writes files: atomically, into folders checked first, and with a sentence
 a person can act on when the disk says no (read-only, full, not a folder).
 
 Results and caches are written to a temporary file beside their target and renamed into place,
@@ -34,6 +34,17 @@ def writable_folder(path: Path, what: str, hint: str = "") -> Path:
     except OSError as err:
         raise ConfigError(f"cannot write {what} in {path}: {reason(err)}" + (f"; {hint}" if hint else "")) from None
     return path
+
+
+def read_text(path: Path) -> str:
+    """A file people write by hand (a benchmark, a bank, a pack), as UTF-8 text, or a
+    ConfigError naming the file and what is wrong with it."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as err:
+        raise ConfigError(f"cannot read {path}: {reason(err)}") from None
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"{path} is not UTF-8 text (byte {err.start})") from None
 
 
 def write_text_atomic(path: Path, text: str) -> None:

@@ -8,16 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from groundsql.errors import ConfigError
+from groundsql.files import read_text
 
 
 def read_jsonl(path: Path, what: str) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) for each non-blank line; a bad line is an error naming file:line."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise ConfigError(f"cannot read {path}: {err.strerror or err}") from None
-    except UnicodeDecodeError as err:
-        raise ConfigError(f"{path} is not UTF-8 text (byte {err.start})") from None
+    text = read_text(path)
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue

@@ -10,6 +10,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from groundsql.errors import ConfigError
+from groundsql.files import read_text
 
 __all__ = ["Where", "read_yaml", "read_model", "line_of"]
 
@@ -19,12 +20,7 @@ Where = tuple[str | int, ...]
 
 def read_yaml(path: Path) -> tuple[Any, dict[Where, int]]:
     """The parsed file ({} when empty) and the 1-based line of every key and list item."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise ConfigError(f"{path}: cannot read it ({err.strerror})") from err
-    except UnicodeDecodeError as err:
-        raise ConfigError(f"{path}: not a YAML file (byte {err.start + 1} is not UTF-8 text)") from None
+    text = read_text(path)
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
         data = yaml.safe_load(text)

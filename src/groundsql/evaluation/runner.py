@@ -137,8 +137,7 @@ class EvalRun:
             record["ex_spider"] = self._ex_without_distinct(db, item, pred_sql, bool(record.get("ex")), config.settings)
             changed = True
         if changed:
-            self._write(lambda: write_text_atomic(
-                self.results_path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)))
+            self._rewrite(records)
 
     def _add_missing_test_suite_scores(self) -> None:
         """Records made without --test-suite, or scored on suites an older construction built,
@@ -167,8 +166,7 @@ class EvalRun:
                     record.update(self._pool_scores(db, item, gold, candidates, self.configs[0].settings))
                 changed = True
         if changed:
-            self._write(lambda: write_text_atomic(
-                self.results_path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)))
+            self._rewrite(records)
 
     def _end_cut_line(self) -> None:
         """An interrupted write leaves a last line without its newline: a record cut short.
@@ -191,6 +189,11 @@ class EvalRun:
                 self._turns[(record["config"], record["item_id"])] = record
         if self.on_record:
             self.on_record(record)
+
+    def _rewrite(self, records: list[dict[str, Any]]) -> None:
+        """The results file replaced whole by `records` (rescored), atomically."""
+        self._write(lambda: write_text_atomic(
+            self.results_path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)))
 
     def _write(self, write: Callable[[], None]) -> None:
         """A full or read-only disk stops the run with what to do; every record written before
