@@ -176,9 +176,9 @@ def test_an_unknown_entity_is_reported_not_invented(demo, pack_dir) -> None:
 
 
 def test_an_empty_result_from_a_missing_value_gets_one_reflection(demo, pack_dir) -> None:
-    empty = REVENUE_SQL.replace("2023", "1890")
     ashcombe = company_id(demo, "Ashcombe Marsh")
     good = REVENUE_SQL.replace("9226005", str(ashcombe))
+    empty = good.replace("2023", "1890")
     llm = scripted(generate=[f"```sql\n{empty}\n```", f"```sql\n{good}\n```"])
     answer = run(demo, pack_dir, "What was the annual revenue of Ashcombe Marsh in 2023?", llm)
     assert answer.ok and answer.rows and "2023" in answer.sql
@@ -191,6 +191,47 @@ def test_an_empty_result_from_a_missing_value_gets_one_reflection(demo, pack_dir
     answer = run(demo, pack_dir, "What was the annual revenue of Ashcombe Marsh in 2023?", llm,
                  reflection=False)
     assert answer.ok and answer.rows == () and llm.stages().count("generate") == 1
+
+
+QUESTION = "What was the annual revenue of Ashcombe Marsh in 2023?"
+
+
+def test_a_query_that_ignores_a_resolved_value_gets_one_more_turn(demo, pack_dir) -> None:
+    good = REVENUE_SQL.replace("9226005", str(company_id(demo, "Ashcombe Marsh")))
+    every_item = good.replace(" AND fd.data_item_id = 28", "")  # sums every metric of the year
+    llm = scripted(generate=[f"```sql\n{every_item}\n```", f"```sql\n{good}\n```"])
+    answer = run(demo, pack_dir, QUESTION, llm)
+    assert answer.ok and "fd.data_item_id = 28" in answer.sql
+    told = llm.requests[-1].messages[-1].content
+    assert 'does not use these resolved values' in told and '"revenue" is ref_data_item.data_item_id = 28' in told
+    check = next(s for s in answer.steps if s.name == "check grounds")
+    assert check.detail["unused"] == ["ref_data_item.data_item_id = 28"]
+    # The model keeps its query: the first answer stands, after one more call.
+    llm = scripted(generate=f"```sql\n{every_item}\n```")
+    answer = run(demo, pack_dir, QUESTION, llm)
+    assert answer.ok and "data_item_id = 28" not in answer.sql and llm.stages().count("generate") == 2
+    # A retry that runs but finds nothing is not taken either.
+    empty = good.replace("2023", "1890")
+    llm = scripted(generate=[f"```sql\n{every_item}\n```", f"```sql\n{empty}\n```"])
+    answer = run(demo, pack_dir, QUESTION, llm)
+    assert answer.ok and answer.rows and "data_item_id = 28" not in answer.sql
+    # Without reflection: flagged in the trace, no more calls.
+    llm = scripted(generate=f"```sql\n{every_item}\n```")
+    answer = run(demo, pack_dir, QUESTION, llm, reflection=False)
+    assert llm.stages().count("generate") == 1
+    assert next(s for s in answer.steps if s.name == "check grounds").detail["unused"]
+
+
+def test_a_join_the_query_reads_nothing_from_is_flagged_not_retried(demo, pack_dir) -> None:
+    good = REVENUE_SQL.replace("9226005", str(company_id(demo, "Ashcombe Marsh")))
+    joined = good.replace("WHERE", "JOIN company c ON c.company_id = fp.company_id WHERE")
+    llm = scripted(generate=f"```sql\n{joined}\n```")
+    answer = run(demo, pack_dir, QUESTION, llm)
+    assert answer.ok and llm.stages().count("generate") == 1
+    assert answer.to_dict()["grounds"]["idle_joins"] == ["company"]
+    # The same query without the join: nothing flagged.
+    answer = run(demo, pack_dir, QUESTION, scripted(generate=f"```sql\n{good}\n```"))
+    assert "idle_joins" not in answer.to_dict()["grounds"]
 
 
 def test_an_empty_result_whose_values_all_exist_stands(demo, pack_dir) -> None:

@@ -6,6 +6,7 @@ and reflect.
               ┌─ entity linking (names -> keys) ─────────┤   concurrently
               └─ schema linking (model + FK Steiner tree)┘
               -> generation -> validator -> read-only execution -> reflection on error / empty
+                 / a resolved value left unused
 
 Everything domain-specific comes from the domain pack (packs/): no code changes per database.
 All stages share one system prompt (the domain: schema overview, reference tables, rules), so
@@ -26,6 +27,7 @@ import networkx as nx
 from groundsql.deadline import in_context
 from groundsql.errors import ConfigError, LLMError
 from groundsql.grounding.entities import EntityIndex, EntityMatch, Unresolved
+from groundsql.grounding.usage import idle_joins, unused_constraints, unused_text
 from groundsql.grounding.values import looks_empty, missing_filter_values, missing_values_text
 from groundsql.grounding.lookup import (Constraint, ReferenceRows, constraints_from, read_reference,
                                         rows_prompt)
@@ -89,6 +91,8 @@ def grounded(question: str, ctx: Context) -> Answer:
     request = _generation_request(ctx, domain, question, linked, constraints, examples)
     retries = ctx.settings.generation.reflection_retries if cfg.reflection else 0
     answer = generate_and_execute(ctx, request, trace, retries=retries, grounds=grounds)
+    if answer.ok:
+        answer = _check_usage(ctx, request, answer, constraints, trace, grounds)
     if cfg.reflection and answer.ok and looks_empty(answer.rows):
         answer = _reflect_on_missing_values(ctx, request, answer, trace, grounds)
     return answer
@@ -415,6 +419,33 @@ def _generation_request(ctx: Context, domain: _Domain, question: str, linked: Li
 
 
 # -- endings ----------------------------------------------------------------------------------
+
+def _check_usage(ctx: Context, request: ChatRequest, answer: Answer, constraints: list[Constraint],
+                 trace: Trace, grounds: dict[str, Any]) -> Answer:
+    """Flag an inner join the query reads nothing from, and give the model one more turn when
+    the query ignores a resolved value (grounding/usage.py). The new query is taken only when
+    it runs, finds rows and leaves fewer resolved values unused; else the first one stands.
+
+    Joins are flagged, never retried: 57 of Spider dev's 479 gold queries join a table only to
+    count or keep its matches (student JOIN has_pet for "pets per student")."""
+    sql = answer.sql or ""
+    with trace.step("check grounds") as step:
+        unused = unused_constraints(sql, constraints, ctx.schema)
+        idle = idle_joins(sql, ctx.schema)
+        step.update(unused=[c.sql() for c in unused], idle_joins=idle)
+    if idle:
+        grounds["idle_joins"] = idle
+    if not unused or not ctx.settings.grounded.reflection:
+        return trace.amend(answer)
+    follow_up = load_prompt("reflect_grounds").render(unused=unused_text(unused))
+    messages = (*request.messages, Message(role="assistant", content=f"```sql\n{sql}\n```"), *follow_up)
+    retry = generate_and_execute(ctx, request.model_copy(update={"messages": messages}), trace,
+                                 retries=0, grounds=grounds)
+    if (retry.ok and not looks_empty(retry.rows)
+            and len(unused_constraints(retry.sql or "", constraints, ctx.schema)) < len(unused)):
+        return retry
+    return trace.amend(answer)
+
 
 def _reflect_on_missing_values(ctx: Context, request: ChatRequest, answer: Answer, trace: Trace,
                                grounds: dict[str, Any]) -> Answer:
