@@ -8,7 +8,7 @@ import pytest
 
 from groundsql.db import Database
 from groundsql.evaluation.datasets import load_benchmark
-from groundsql.strategies.feedback import error_feedback, mismatched_keys, powered, requalified
+from groundsql.strategies.feedback import error_feedback, joined, mismatched_keys, powered, requalified
 from tests.conftest import BENCHMARKS, shared_file
 
 
@@ -137,6 +137,43 @@ def test_a_misqualified_column_is_requalified_when_one_table_has_it(
         concert_singer: Path, written: str, repaired: str | None) -> None:
     schema = Database(f"sqlite:///{concert_singer}").introspect()
     fixed = requalified(written, sqlite_error(concert_singer, written), schema)
+    assert fixed == repaired
+    if fixed is not None:
+        with Database(f"sqlite:///{concert_singer}") as db:
+            db.execute(fixed)  # the repair runs
+
+
+# (query as written, after the repair; None: left to the model): a column of a table the query
+# does not join, which one of its tables references by a foreign key (concert -> stadium,
+# singer_in_concert -> concert and singer).
+JOINED_CASES = [
+    ("SELECT T1.concert_Name, T1.Capacity FROM concert AS T1",
+     "SELECT T1.concert_Name, stadium.Capacity FROM concert AS T1 "
+     "LEFT JOIN stadium ON stadium.Stadium_ID = T1.Stadium_ID"),
+    ("SELECT COUNT(*) FROM concert WHERE Capacity > 10000",
+     "SELECT COUNT(*) FROM concert LEFT JOIN stadium ON stadium.Stadium_ID = concert.Stadium_ID "
+     "WHERE stadium.Capacity > 10000"),
+    # The table's name is taken: the join gets another.
+    ("SELECT COUNT(*) FROM singer_in_concert AS concert WHERE concert.Theme = 'Free choice'",
+     "SELECT COUNT(*) FROM singer_in_concert AS concert LEFT JOIN concert AS concert_joined "
+     "ON concert_joined.concert_ID = concert.concert_ID WHERE concert_joined.Theme = 'Free choice'"),
+    # concert has concert_Name: T1.Name is more likely that one, short of its prefix.
+    ("SELECT T1.Name FROM concert AS T1", None),
+    # singer_in_concert references singer and concert; only singer has Age.
+    ("SELECT T1.Age FROM singer_in_concert AS T1", "SELECT singer.Age FROM singer_in_concert AS T1 "
+     "LEFT JOIN singer ON singer.Singer_ID = T1.Singer_ID"),
+    # No referenced table has it: left to the model.
+    ("SELECT T1.Population FROM concert AS T1", None),
+    # Only towards the referenced table: stadium -> concert would repeat stadiums per concert.
+    ("SELECT Theme FROM stadium", None),
+]
+
+
+@pytest.mark.parametrize(("written", "repaired"), JOINED_CASES)
+def test_a_column_of_a_referenced_table_is_joined(concert_singer: Path, written: str,
+                                                  repaired: str | None) -> None:
+    schema = Database(f"sqlite:///{concert_singer}").introspect()
+    fixed = joined(written, sqlite_error(concert_singer, written), schema)
     assert fixed == repaired
     if fixed is not None:
         with Database(f"sqlite:///{concert_singer}") as db:

@@ -71,7 +71,8 @@ class Context:
 
     def run_sql(self, sql: str, record: dict[str, Any] | None = None) -> tuple[ValidatedSQL, QueryResult]:
         """Validate and run model-written SQL. With `record` (a trace step) and repair on, a
-        misqualified column is requalified, or a ^ written as POWER, and the query run again
+        misqualified column is requalified, a referenced table's column joined, or a ^ written as
+        POWER, and the query run again
         (feedback.repaired), and the step lists the queries so repaired. When no repair runs, the error of the
         query as written is raised: its feedback is about what the model wrote."""
         most = _MOST_REPAIRS if record is not None and self.settings.generation.repair else 0

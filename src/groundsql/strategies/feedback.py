@@ -130,6 +130,56 @@ def requalified(sql: str, error: str, schema: Schema) -> str | None:
     return tree.sql(dialect=schema.dialect)
 
 
+def joined(sql: str, error: str, schema: Schema) -> str | None:
+    """`sql` with the table a missing column belongs to joined, or None.
+
+    Where no table of the query's SELECT has the column but exactly one table that one of them
+    references by a foreign key does (`company.country_name` for `ref_country`'s, on a
+    normalized schema), that table is added with a LEFT JOIN on the key and the column is
+    qualified with it. Only along a foreign key to the referenced table: each row finds at most
+    one match, so the join adds a column and never repeats or drops a row. A column some table
+    of the SELECT has is requalified's case; two candidate tables are left to the model.
+    """
+    missing, qualifier = _missing_column(error), _missing_qualifier(error)
+    if not missing:
+        return None
+    tree = parse_untrusted(sql, schema.dialect)
+    if tree is None:
+        return None
+    wrong = [c for c in tree.find_all(exp.Column) if c.name.lower() == missing.lower()
+             and c.table.lower() == (qualifier or "").lower()]
+    scopes = {id(c.find_ancestor(exp.Select)): c.find_ancestor(exp.Select) for c in wrong}
+    if len(scopes) != 1:
+        return None
+    (select,) = scopes.values()
+    if select is None or not isinstance(select.args.get("from_"), exp.From):
+        return None
+    tables = _scope_tables(select, tree, schema)
+    if not tables or any(t.column(missing) is not None for t in tables.values()):
+        return None
+    # `T1.Name` on concert, which has concert_Name: more likely its own column, short of a prefix.
+    lowered = missing.lower()
+    if any(c.name.lower().endswith(f"_{lowered}") or c.name.lower().startswith(f"{lowered}_")
+           for t in tables.values() for c in t.columns):
+        return None
+    written = {(t.alias or t.name).lower(): t.alias or t.name for t in select.find_all(exp.Table)
+               if t.find_ancestor(exp.Select) is select}
+    parents = [(written[ref], fk, parent) for ref, table in tables.items() for fk in table.foreign_keys
+               if len(fk.columns) == 1 and (parent := schema.table(fk.ref_table)) is not None
+               and parent.column(missing) is not None]
+    if len({(ref.lower(), fk.columns[0].lower()) for ref, fk, _ in parents}) != 1:
+        return None
+    ref, fk, parent = parents[0]
+    alias = parent.name if parent.name.lower() not in written else f"{parent.name}_joined"
+    condition = exp.EQ(this=exp.column(fk.ref_columns[0], table=alias), expression=exp.column(fk.columns[0], table=ref))
+    select.join(exp.Table(this=exp.to_identifier(parent.name), alias=exp.TableAlias(this=exp.to_identifier(alias)))
+                if alias != parent.name else exp.to_table(parent.name),
+                on=condition, join_type="LEFT", copy=False)
+    for column in wrong:
+        column.set("table", exp.to_identifier(alias))
+    return tree.sql(dialect=schema.dialect)
+
+
 def mismatched_keys(sql: str, schema: Schema) -> list[str]:
     """Comparisons of a foreign key with a column other than the one it references (or another
     key to that column), each as a sentence naming the right column.
@@ -337,4 +387,4 @@ def _tables_in(sql: str, dialect: str) -> list[tuple[str, str]]:
     return seen
 
 
-_REPAIRS = (requalified, powered)
+_REPAIRS = (requalified, joined, powered)
