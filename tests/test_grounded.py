@@ -472,3 +472,19 @@ def test_a_table_name_in_the_singular_is_no_unknown_entity(tmp_path: Path) -> No
 ])
 def test_whether_a_question_names_a_value(question: str, names: bool) -> None:
     assert names_a_value(question) is names
+
+
+def test_an_eval_of_grounded_scores_its_lookup(demo, pack_dir, tmp_path) -> None:
+    from groundsql.evaluation.configs import parse_config
+    from groundsql.evaluation.datasets import EvalItem
+    from groundsql.evaluation.runner import EvalRun, load_records
+
+    good = REVENUE_SQL.replace("9226005", str(company_id(demo, "Ashcombe Marsh")))
+    item = EvalItem("demo/1", "demo", demo_database_url(), QUESTION, good)
+    config = parse_config(f"grounded:pack={pack_dir},embeddings=false", Settings())
+    EvalRun(items=[item], configs=[config], out_dir=tmp_path, llm=scripted()).run()
+    (record,) = load_records(tmp_path / "results.jsonl")
+    # The gold names the company, the metric and the period type; all three were resolved
+    # (lookup: data item 28 and period type 1; entity linking: the company).
+    grounding = record["grounding"]
+    assert grounding["recall"] == 1.0 and grounding["precision"] == 1.0 and grounding["found"] == 3

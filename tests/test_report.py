@@ -189,3 +189,21 @@ def test_where_the_time_goes() -> None:
     assert (cost["model_s_per_q"], cost["other_s_per_q"]) == ((10 + 3) / 2, (16 - 13) / 2)
     assert cost["stages"]["generate"] == {"seconds": 6.5, "computed": 1050.0, "generated": 35.0, "calls": 1.0}
     assert cost["stages"]["reflect"]["computed"] == 0 and cost["stages"]["reflect"]["calls"] == 0.5
+
+
+def test_grounding_is_summed_over_questions(tmp_path: Path, records) -> None:
+    grounded = [
+        _record("grounded", "a", "easy", grounding={"gold": ["t=1", "t=2"], "resolved": ["t=1"], "found": 1}),
+        _record("grounded", "b", "easy", grounding={"gold": ["t=3"], "resolved": ["t=3", "u=9"], "found": 1}),
+    ]
+    summary = summarize(records + grounded)
+    assert summary["configs"]["grounded"]["grounding"] == {
+        "n": 2, "gold_rows": 3, "resolved_rows": 3, "found": 2, "recall": 66.7, "precision": 66.7}
+    assert summary["configs"]["zero-shot"]["grounding"] is None
+    write_reports(records + grounded, tmp_path / "out", title="t", meta={})
+    markdown = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    assert "| grounded | 2 | 3 | 3 | 2 | 66.7 | 66.7 |" in markdown
+    assert "Grounding" in (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+    # Without a grounded configuration there is no such section.
+    write_reports(records, tmp_path / "plain", title="t", meta={})
+    assert "Grounding" not in (tmp_path / "plain" / "report.md").read_text(encoding="utf-8")

@@ -181,7 +181,28 @@ def _config_metrics(records: list[dict[str, Any]], categories: list[str]) -> dic
         "tokens_per_q": _mean(total_tokens, 1),
         "cost": _cost(scored),
         "categories": by_category,
+        "grounding": _grounding(scored),
     }
+
+
+def _grounding(records: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The lookup and entity linking over the gold's rows (evaluation/grounding_match.py), summed
+    over questions: recall = found / gold rows, precision = found / resolved rows."""
+    scores = [r["grounding"] for r in records if r.get("grounding")]
+    if not scores:
+        return None
+    found = sum(s["found"] for s in scores)
+    gold, resolved = sum(len(s["gold"]) for s in scores), sum(len(s["resolved"]) for s in scores)
+    return {"n": len(scores), "gold_rows": gold, "resolved_rows": resolved, "found": found,
+            "recall": _pct(found, gold), "precision": _pct(found, resolved)}
+
+
+def grounding_table(summary: dict[str, Any]) -> Table:
+    header = ["config", "n", "gold rows", "resolved", "found", "recall %", "precision %"]
+    rows = [[label, str(g["n"]), str(g["gold_rows"]), str(g["resolved_rows"]), str(g["found"]),
+             _fmt(g["recall"]), _fmt(g["precision"])]
+            for label, m in summary["configs"].items() if (g := m.get("grounding"))]
+    return header, rows
 
 
 def _calls(record: dict[str, Any]) -> Iterable[tuple[str, dict[str, Any]]]:
@@ -403,6 +424,11 @@ def render_markdown(summary: dict[str, Any], title: str, meta: dict[str, Any]) -
         "grounding, validation, execution and waiting.",
         "## Execution accuracy by category (% (n))",
         _md_table(category_table(summary, "ex")),
+        *(["## Grounding: the gold's rows that lookup and entity linking resolved",
+           _md_table(grounding_table(summary)),
+           "A gold row is one the gold query names by its key or by a label or name (table = key "
+           "value); recall is found / gold rows, precision found / resolved, summed over questions."]
+          if any(m.get("grounding") for m in summary["configs"].values()) else []),
         "## Semantic accuracy by category (% (n))",
         _md_table(category_table(summary, "semantic")),
         "## Which tier decided the semantic verdict (% (count))",
@@ -690,6 +716,9 @@ def render_html(summary: dict[str, Any], records: list[dict[str, Any]], title: s
         "<h2>Where the time goes, per question</h2>", _html_table(cost_table(summary)),
         "<h2>Execution accuracy by category, % (n)</h2>",
         _html_table(category_table(summary, "ex")),
+        *(["<h2>Grounding: the gold's rows that lookup and entity linking resolved</h2>",
+           _html_table(grounding_table(summary))]
+          if any(m.get("grounding") for m in summary["configs"].values()) else []),
         "<h2>Semantic accuracy by category, % (n)</h2>",
         _html_table(category_table(summary, "semantic")),
         "<h2>Which tier decided, % (count)</h2>", _html_table(tier_table(summary)),

@@ -27,6 +27,7 @@ from groundsql.errors import ConfigError, DatabaseError, GroundsqlError
 from groundsql.evaluation.configs import GOLD, EvalConfig
 from groundsql.evaluation.datasets import EvalItem
 from groundsql.evaluation.execution_match import gold_orders, results_match, without_distinct
+from groundsql.evaluation.grounding_match import grounding_scores
 from groundsql.evaluation.scoring import score
 from groundsql.files import reason, writable_folder, write_text_atomic
 from groundsql.llm import LLM, build_llm
@@ -243,6 +244,9 @@ class EvalRun:
         if self.test_suite:
             record.update(self._test_suite_scores(db, item, gold, pred_sql))
         record.update(self._pool_scores(db, item, gold, answer.grounds.get("candidates"), config.settings))
+        if "constraints" in answer.grounds:  # the grounded strategy: its lookup scored on its own
+            record["grounding"] = grounding_scores(item.gold_sql, answer.grounds["constraints"], db,
+                                                   db.introspect())
         return {
             **record,
             "pred_sql": answer.sql,

@@ -23,7 +23,7 @@ from groundsql.grounding.lookup import Constraint
 from groundsql.safety import parse_untrusted
 from groundsql.schema import Schema
 
-__all__ = ["unused_constraints", "idle_joins", "unused_text"]
+__all__ = ["unused_constraints", "idle_joins", "unused_text", "comparable"]
 
 
 def unused_constraints(sql: str, constraints: Sequence[Constraint], schema: Schema) -> list[Constraint]:
@@ -36,7 +36,7 @@ def unused_constraints(sql: str, constraints: Sequence[Constraint], schema: Sche
     unused = []
     for c in constraints:
         keys = _key_columns(c, schema)
-        value = _text(c.value)
+        value = comparable(c.value)
         by_key = any(column in keys and literal == value for column, literal in compared)
         by_label = bool(c.label) and c.label.strip().lower() in strings
         if not (by_key or by_label):
@@ -71,10 +71,10 @@ def _compared(tree: exp.Expression) -> set[tuple[str, str]]:
     for node in tree.find_all(exp.EQ, exp.In):
         if isinstance(node, exp.EQ):
             sides = [(node.this, node.expression), (node.expression, node.this)]
-            pairs |= {(c.name.lower(), _text(v.this)) for c, v in sides
+            pairs |= {(c.name.lower(), comparable(v.this)) for c, v in sides
                       if isinstance(c, exp.Column) and isinstance(v, exp.Literal)}
         elif isinstance(node.this, exp.Column):
-            pairs |= {(node.this.name.lower(), _text(v.this)) for v in node.expressions
+            pairs |= {(node.this.name.lower(), comparable(v.this)) for v in node.expressions
                       if isinstance(v, exp.Literal)}
     return pairs
 
@@ -91,7 +91,7 @@ def _key_columns(c: Constraint, schema: Schema) -> set[str]:
     return keys
 
 
-def _text(value: object) -> str:
+def comparable(value: object) -> str:
     """A value as it compares: 7, 7.0 and '7' alike; text without case or surrounding spaces."""
     if isinstance(value, float) and value.is_integer():
         value = int(value)
