@@ -47,6 +47,13 @@ def test_unused_constraints(sql: str, unused: list[str]) -> None:
     assert [c.label for c in found] == unused
 
 
+def test_a_label_written_as_a_number_is_used() -> None:
+    # "ticker 5516": the model compares the symbol column with the number, not the text '5516'.
+    ticker = Constraint("ref_commodity", "commodity_id", 92249879, "5516", "ticker 5516", "entity")
+    assert unused_constraints("SELECT COUNT(*) FROM ref_commodity WHERE name = 5516", [ticker], SCHEMA) == []
+    assert unused_constraints("SELECT COUNT(*) FROM ref_commodity WHERE name = 5517", [ticker], SCHEMA) == [ticker]
+
+
 @pytest.mark.parametrize("sql, idle", [
     # A count of shipments that joins its lines: counted once per line.
     ("SELECT COUNT(*) FROM shipment s JOIN shipment_line l ON l.shipment_id = s.shipment_id "

@@ -32,13 +32,14 @@ def unused_constraints(sql: str, constraints: Sequence[Constraint], schema: Sche
     if tree is None or not constraints:
         return []
     compared = _compared(tree)
-    strings = {str(s.this).strip().lower() for s in tree.find_all(exp.Literal) if s.is_string}
+    # A label may be written as a number (ticker 5516 for the ticker symbol '5516').
+    literals = {comparable(literal.this) for literal in tree.find_all(exp.Literal)}
     unused = []
     for c in constraints:
         keys = _key_columns(c, schema)
         value = comparable(c.value)
         by_key = any(column in keys and literal == value for column, literal in compared)
-        by_label = bool(c.label) and c.label.strip().lower() in strings
+        by_label = bool(c.label) and comparable(c.label) in literals
         if not (by_key or by_label):
             unused.append(c)
     return unused
