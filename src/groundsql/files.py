@@ -1,5 +1,6 @@
-"""The one place that reads hand-written text files and writes files: atomically, into folders checked first, and with a sentence
-a person can act on when the disk says no (read-only, full, not a folder).
+"""The one place that reads hand-written text files and writes files: atomically, into folders
+checked first, and with a sentence a person can act on when the disk says no (read-only, full,
+not a folder).
 
 Results and caches are written to a temporary file beside their target and renamed into place,
 so a crash or a full disk never leaves half a file where a whole one was. Caches are an

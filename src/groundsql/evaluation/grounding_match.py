@@ -18,7 +18,7 @@ from typing import Any
 from sqlglot import exp
 
 from groundsql.db import Database
-from groundsql.grounding.usage import comparable
+from groundsql.grounding.usage import column_literals, comparable
 from groundsql.safety import parse_untrusted
 from groundsql.schema import Schema, Table
 
@@ -33,7 +33,7 @@ def gold_rows(sql: str, db: Database, schema: Schema) -> set[tuple[str, str]]:
     if tree is None:
         return set()
     rows: set[tuple[str, str]] = set()
-    for column, literal in _comparisons(tree):
+    for column, literal in column_literals(tree):
         table = _owner(column, tree, schema)
         if table is None:
             continue
@@ -55,18 +55,6 @@ def grounding_scores(gold_sql: str, constraints: Iterable[Mapping[str, Any]], db
         "recall": round(len(found) / len(gold), 4) if gold else None,
         "precision": round(len(found) / len(resolved), 4) if resolved else None,
     }
-
-
-def _comparisons(tree: exp.Expression) -> list[tuple[exp.Column, exp.Literal]]:
-    pairs = []
-    for node in tree.find_all(exp.EQ, exp.In):
-        if isinstance(node, exp.EQ):
-            for column, value in ((node.this, node.expression), (node.expression, node.this)):
-                if isinstance(column, exp.Column) and isinstance(value, exp.Literal):
-                    pairs.append((column, value))
-        elif isinstance(node.this, exp.Column):
-            pairs += [(node.this, v) for v in node.expressions if isinstance(v, exp.Literal)]
-    return pairs
 
 
 def _owner(column: exp.Column, tree: exp.Expression, schema: Schema) -> Table | None:

@@ -23,7 +23,7 @@ from groundsql.grounding.lookup import Constraint
 from groundsql.safety import parse_untrusted
 from groundsql.schema import Schema
 
-__all__ = ["unused_constraints", "idle_joins", "unused_text", "comparable"]
+__all__ = ["unused_constraints", "idle_joins", "unused_text", "comparable", "column_literals"]
 
 
 def unused_constraints(sql: str, constraints: Sequence[Constraint], schema: Schema) -> list[Constraint]:
@@ -31,7 +31,7 @@ def unused_constraints(sql: str, constraints: Sequence[Constraint], schema: Sche
     tree = parse_untrusted(sql, schema.dialect)
     if tree is None or not constraints:
         return []
-    compared = _compared(tree)
+    compared = {(c.name.lower(), comparable(v.this)) for c, v in column_literals(tree)}
     # A label may be written as a number (ticker 5516 for the ticker symbol '5516').
     literals = {comparable(literal.this) for literal in tree.find_all(exp.Literal)}
     unused = []
@@ -66,17 +66,15 @@ def unused_text(constraints: Sequence[Constraint]) -> str:
     return "\n".join(f"- \"{c.phrase}\" is {c.sql()} ({c.label})" for c in constraints)
 
 
-def _compared(tree: exp.Expression) -> set[tuple[str, str]]:
-    """(column name, literal) for every `column = literal` and `column IN (literals)`."""
-    pairs = set()
+def column_literals(tree: exp.Expression) -> list[tuple[exp.Column, exp.Literal]]:
+    """(column, literal) for every `column = literal` (either way round) and `column IN (literals)`."""
+    pairs = []
     for node in tree.find_all(exp.EQ, exp.In):
         if isinstance(node, exp.EQ):
-            sides = [(node.this, node.expression), (node.expression, node.this)]
-            pairs |= {(c.name.lower(), comparable(v.this)) for c, v in sides
-                      if isinstance(c, exp.Column) and isinstance(v, exp.Literal)}
+            pairs += [(c, v) for c, v in ((node.this, node.expression), (node.expression, node.this))
+                      if isinstance(c, exp.Column) and isinstance(v, exp.Literal)]
         elif isinstance(node.this, exp.Column):
-            pairs |= {(node.this.name.lower(), comparable(v.this)) for v in node.expressions
-                      if isinstance(v, exp.Literal)}
+            pairs += [(node.this, v) for v in node.expressions if isinstance(v, exp.Literal)]
     return pairs
 
 
