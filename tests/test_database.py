@@ -182,6 +182,49 @@ def test_a_query_that_ignores_its_interrupt_is_killed(duckdb_file: Path) -> None
     assert db.execute("SELECT COUNT(*) FROM orders").rows == ((3,),)
 
 
+class _LateInterrupt:
+    """An engine whose query overruns its time and whose interrupt arrives after the query has
+    ended, as PostgreSQL's cancel request or MySQL's KILL QUERY can on a busy machine."""
+
+    def __init__(self) -> None:
+        self.connections: list[dict] = []
+        self.interrupts = 0
+
+    def connect(self, spec: dict) -> dict:
+        conn = {"closed": False}
+        self.connections.append(conn)
+        return conn
+
+    def run(self, conn: dict, sql: str, limits):
+        time.sleep(limits.timeout_s + 0.05)
+        raise RuntimeError("canceling statement due to statement timeout")
+
+    def interrupt(self, conn: dict) -> None:
+        time.sleep(0.2)  # still on its way when the query has already failed
+        self.interrupts += 1
+
+    def usable(self, conn: dict) -> bool:
+        return not conn["closed"]
+
+    def close(self, conn: dict) -> None:
+        conn["closed"] = True
+
+
+def test_an_interrupted_connection_is_not_reused(monkeypatch: pytest.MonkeyPatch) -> None:
+    from groundsql.db import engines, worker
+
+    engine = _LateInterrupt()
+    monkeypatch.setitem(engines.ENGINES, "late", lambda: engine)
+    connections = worker._Connections()
+    request = {"sql": "SELECT 1", "timeout_s": 0.05, "max_rows": 10, "max_bytes": 2**20,
+               "spec": {"key": "k", "backend": "late"}}
+    assert worker._run(connections, request)["kind"] == "timeout"
+    # The interrupt was waited for, and the session it may have landed on was dropped.
+    assert engine.interrupts == 1 and engine.connections[0]["closed"]
+    worker._run(connections, request)
+    assert len(engine.connections) == 2
+
+
 def test_memory_is_bounded_per_query(duckdb_file: Path) -> None:
     db = Database(f"duckdb:///{duckdb_file}", DatabaseConfig(memory_mb=1024))
     with pytest.raises(DatabaseError, match="memory"):

@@ -164,6 +164,18 @@ def test_sql_injection_through_the_question_writes_nothing(tmp_path: Path, singe
     assert digest(singers) == before
 
 
+def test_a_query_mended_without_the_model_is_audited_as_it_ran(tmp_path: Path, singers: Path) -> None:
+    written = "SELECT Year, COUNT(*) FROM singer_in_concert GROUP BY Year"
+    with live_server(config(tmp_path, singers), llm=Slow(written)) as (url, service):
+        answer = httpx.post(f"{url}/v1/ask", json={"database": "singers", "question": "Singers per year?"}).json()
+        audit = service.state.audit_rows()
+    assert answer["ok"] and "JOIN concert" in answer["sql"]
+    # The query as written failed and the mended one ran: the log (newest first) says both.
+    ran = answer["sql"].removesuffix(" LIMIT 1000")
+    assert [(r["verdict"], r["sql"]) for r in audit] == [("ran", ran), ("failed", written)]
+    assert audit[1]["detail"] == "no such column: Year"
+
+
 def test_what_no_query_may_read_is_shown_nowhere(tmp_path: Path, singers: Path) -> None:
     setup = config(tmp_path, singers)
     setup["databases"]["singers"]["settings"] = {"safety": {

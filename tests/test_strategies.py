@@ -103,7 +103,8 @@ def test_a_misqualified_column_is_repaired_without_a_model_call(concert_singer: 
     assert answer.ok and len(answer.calls) == 1
     assert "T1.Name" in (answer.sql or "")
     executed = next(s for s in answer.steps if s.name == "validate+execute")
-    assert executed.detail["repaired"] == [written]  # the trace keeps the query as written
+    # The trace keeps the query as written and why it failed.
+    assert executed.detail["repaired"] == [{"sql": written, "error": "no such column: T2.Name"}]
     # Switched off, the model is told the error and asked again (the reflection retry).
     llm = Scripted(written, "SELECT T1.Name FROM singer AS T1")
     settings = Settings(generation=GenerationConfig(repair=False))

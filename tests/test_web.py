@@ -180,9 +180,18 @@ def test_ask_streams_its_stages_then_shows_sql_table_and_chart(tab: Page, tmp_pa
         expect(chart.locator("svg[role='img']")).to_have_count(0)
 
 
-def test_a_time_column_makes_a_line_and_reflection_turns_are_shown(tab: Page, tmp_path: Path,
-                                                                   singers: Path) -> None:
-    with live_server(config(tmp_path, singers)) as (url, _):
+@pytest.mark.parametrize(("repair", "how", "first_error"), [
+    # The model's query named a column of another table: the join is added without the model,
+    (True, ["No reflection turns.", "1 query mended without the model"],
+     "Did not work: no such column: YEAR (mended without the model)"),
+    # or, with repair off, the model is shown the error and writes the join itself.
+    (False, ["1 reflection turn: the model was shown what went wrong"], "Did not work: no such column: YEAR"),
+])
+def test_a_time_column_makes_a_line_and_the_queries_tried_are_shown(
+        tab: Page, tmp_path: Path, singers: Path, repair: bool, how: list[str], first_error: str) -> None:
+    setup = config(tmp_path, singers)
+    setup["databases"]["singers"]["settings"] = {"generation": {"repair": repair}}
+    with live_server(setup) as (url, _):
         start(tab, url)
         ask(tab, "How many singers released a song in each year?")
         turn = last_turn(tab)
@@ -191,10 +200,11 @@ def test_a_time_column_makes_a_line_and_reflection_turns_are_shown(tab: Page, tm
         assert cells(turn.locator("table.result")) == [["2014", "6"], ["2015", "4"]]
         turn.locator(".grounds summary").click()
         grounds = turn.locator(".grounds")
-        expect(grounds).to_contain_text("1 reflection turn: the model was shown what went wrong")
+        for text in how:
+            expect(grounds).to_contain_text(text)
         attempts = grounds.locator(".attempts > li")
         expect(attempts).to_have_count(2)
-        expect(attempts.first).to_contain_text("Did not work: no such column: YEAR")
+        expect(attempts.first).to_contain_text(first_error)
         expect(attempts.last).to_contain_text("JOIN concert")
         expect(attempts.last).to_contain_text("Ran: 2 rows.")
 

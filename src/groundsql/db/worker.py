@@ -127,6 +127,12 @@ def _run(connections: _Connections, request: dict[str, Any]) -> dict[str, Any]:
         return {"ok": False, "kind": "database", "message": message}
     finally:
         timer.cancel()
+        if fired.is_set():
+            # The interrupt races the query's own end: PostgreSQL's cancel request or MySQL's
+            # KILL QUERY can land on the clean-up after it (leaving the session state
+            # unreset) or on the next query. A connection that was interrupted is not reused.
+            timer.join()
+            connections.close(spec["key"])
 
 
 def _first_line(err: Exception) -> str:

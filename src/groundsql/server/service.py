@@ -258,12 +258,15 @@ def _ms(start: float) -> int:
 
 
 def _audit_entries(answer: Answer, key_name: str | None, database: str, question: str) -> list[AuditEntry]:
-    """One entry per statement the answer ran or tried (each validate+execute step), or the
-    answer itself where its strategy records statements otherwise."""
+    """One entry per statement the answer ran or tried (each validate+execute step, and the
+    queries mended there without the model), or the answer itself where its strategy records
+    statements otherwise."""
     entries = []
     for step in answer.steps:
         sql = step.detail.get("sql")
         if step.name == "validate+execute" and sql:
+            entries.extend(AuditEntry(key_name, database, "ask", question, mended["sql"], "failed", None, None,
+                                      mended["error"]) for mended in step.detail.get("repaired", ()))
             error = step.detail.get("error")
             verdict = "failed" if error else "ran"
             if error and error.startswith("refused "):

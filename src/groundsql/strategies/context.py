@@ -72,11 +72,11 @@ class Context:
     def run_sql(self, sql: str, record: dict[str, Any] | None = None) -> tuple[ValidatedSQL, QueryResult]:
         """Validate and run model-written SQL. With `record` (a trace step) and repair on, a
         misqualified column is requalified, a referenced table's column joined, or a ^ written as
-        POWER, and the query run again
-        (feedback.repaired), and the step lists the queries so repaired. When no repair runs, the error of the
-        query as written is raised: its feedback is about what the model wrote."""
+        POWER, and the query run again (feedback.repaired); the step lists the queries so repaired
+        with their errors. When no repair runs, the error of the query as written is raised: its
+        feedback is about what the model wrote."""
         most = _MOST_REPAIRS if record is not None and self.settings.generation.repair else 0
-        mended: list[str] = []
+        mended: list[dict[str, str]] = []
         first: DatabaseError | None = None
         while True:
             try:
@@ -86,11 +86,11 @@ class Context:
                 fixed = repaired(sql, str(err), self.schema) if len(mended) < most else None
                 if fixed is None or fixed == sql:
                     raise first from None
-                mended.append(sql)
+                mended.append({"sql": sql, "error": str(err)})
                 sql = fixed
                 continue
             if mended and record is not None:
-                record["repaired"] = mended
+                record.update(repaired=mended, sql=sql)  # the query that ran, after those that failed
             return outcome
 
 

@@ -51,23 +51,30 @@ function conversation(answer) {
 function cost(answer, steps) {
   const usage = answer.usage || {};
   const turns = reflections(steps);
+  const mended = steps.flatMap((s) => s.repaired || []).length;
   return section("How it was reached", el("ul", {},
     el("li", {}, `Strategy: ${answer.strategy}${answer.grounds.pack ? `, domain pack ${answer.grounds.pack}` : ""}`),
     el("li", {}, `${plural(usage.model_calls || 0, "model call")}, ${formatNumber(usage.prompt_tokens || 0)} prompt tokens (${formatNumber(usage.cached_prompt_tokens || 0)} cached), ${formatNumber(usage.completion_tokens || 0)} written`),
     el("li", {}, turns ? `${plural(turns, "reflection turn")}: the model was shown what went wrong and wrote the query again`
       : "No reflection turns."),
+    mended ? el("li", {}, `${plural(mended, "query", "queries")} mended without the model: each failed with an error the schema alone settles`) : null,
     steps.filter((s) => s.error && s.stage !== "validate+execute").map((s) => el("li", { class: "meta" },
       `${s.stage} failed: ${s.error}`))),
-    turns ? attempts(steps) : null);
+    turns || mended ? attempts(steps) : null);
 }
 
-// Each query the answer tried, in order, and what came of it: the reflection turns laid out.
+// Each query the answer tried, in order, and what came of it: the reflection turns and the
+// mended queries laid out.
 function attempts(steps) {
-  const tried = steps.filter((s) => s.stage === "validate+execute" && s.sql);
-  return el("ol", { class: "attempts", "aria-label": "Queries tried" }, tried.map((s) => el("li", {},
-    el("code", { class: "tried" }, s.sql),
-    el("p", { class: s.error ? "error" : "meta" },
-      s.error ? `Did not work: ${s.error}` : `Ran: ${plural(s.rows ?? 0, "row")}.`))));
+  const tried = steps.filter((s) => s.stage === "validate+execute" && s.sql).flatMap((s) => [
+    ...(s.repaired || []).map((r) => ({ sql: r.sql, error: r.error, mended: true })),
+    { sql: s.sql, error: s.error, rows: s.rows },
+  ]);
+  return el("ol", { class: "attempts", "aria-label": "Queries tried" }, tried.map((t) => el("li", {},
+    el("code", { class: "tried" }, t.sql),
+    el("p", { class: t.error ? "error" : "meta" },
+      t.error ? `Did not work: ${t.error}${t.mended ? " (mended without the model)" : ""}`
+        : `Ran: ${plural(t.rows ?? 0, "row")}.`))));
 }
 
 export function groundsView(answer, steps) {
