@@ -21,6 +21,7 @@ from groundsql.db import Database
 from groundsql.grounding.usage import column_literals, comparable
 from groundsql.safety import parse_untrusted
 from groundsql.schema import Schema, Table
+from groundsql.schema.references import column_table
 
 __all__ = ["gold_rows", "grounding_scores"]
 
@@ -34,7 +35,7 @@ def gold_rows(sql: str, db: Database, schema: Schema) -> set[tuple[str, str]]:
         return set()
     rows: set[tuple[str, str]] = set()
     for column, literal in column_literals(tree):
-        table = _owner(column, tree, schema)
+        table = column_table(column, schema)
         if table is None:
             continue
         rows |= _named_rows(table, column.name, literal, db, schema)
@@ -55,17 +56,6 @@ def grounding_scores(gold_sql: str, constraints: Iterable[Mapping[str, Any]], db
         "recall": round(len(found) / len(gold), 4) if gold else None,
         "precision": round(len(found) / len(resolved), 4) if resolved else None,
     }
-
-
-def _owner(column: exp.Column, tree: exp.Expression, schema: Schema) -> Table | None:
-    """The schema table `column` belongs to in its SELECT (by qualifier, or the one that has it)."""
-    scope = column.find_ancestor(exp.Select)
-    tables = [t for t in tree.find_all(exp.Table) if t.find_ancestor(exp.Select) is scope]
-    if column.table:
-        named = [t for t in tables if (t.alias or t.name).lower() == column.table.lower()]
-        return schema.table(named[0].name) if named else None
-    owners = [real for t in tables if (real := schema.table(t.name)) and real.column(column.name)]
-    return owners[0] if len(owners) == 1 else None
 
 
 def _named_rows(table: Table, column: str, literal: exp.Literal, db: Database,

@@ -16,6 +16,7 @@ from sqlglot import exp
 
 from groundsql.safety import parse_untrusted
 from groundsql.schema import Schema
+from groundsql.schema.references import column_table, scope_tables
 
 _MAX_COLUMNS = 40  # a very wide table is cut, not dumped
 
@@ -113,7 +114,7 @@ def requalified(sql: str, error: str, schema: Schema) -> str | None:
         return None
     written = {(t.alias or t.name).lower(): t.alias or t.name for t in tree.find_all(exp.Table)}
     for column in wrong:
-        tables = _scope_tables(column.find_ancestor(exp.Select), tree, schema)
+        tables = scope_tables(column.find_ancestor(exp.Select), schema)
         if column.find_ancestor(exp.Join) is not None:
             key = _join_key(column, tables)
             if key is None:
@@ -154,7 +155,7 @@ def joined(sql: str, error: str, schema: Schema) -> str | None:
     (select,) = scopes.values()
     if select is None or not isinstance(select.args.get("from_"), exp.From):
         return None
-    tables = _scope_tables(select, tree, schema)
+    tables = scope_tables(select, schema)
     if not tables or any(t.column(missing) is not None for t in tables.values()):
         return None
     # `T1.Name` on concert, which has concert_Name: more likely its own column, short of a prefix.
@@ -216,21 +217,8 @@ def mismatched_keys(sql: str, schema: Schema) -> list[str]:
 
 def _resolved(node: exp.Expression, schema: Schema) -> tuple[Any, str] | None:
     """(table, column name) of a column reference, in the SELECT it belongs to."""
-    if not isinstance(node, exp.Column) or not node.name:
-        return None
-    scope = node.find_ancestor(exp.Select)
-    if scope is None:
-        return None
-    tables = _scope_tables(scope, scope, schema)
-    if node.table:
-        table = tables.get(node.table.lower())
-        owners = [table] if table is not None and table.column(node.name) is not None else []
-    else:
-        owners = list({id(t): t for t in tables.values() if t.column(node.name) is not None}.values())
-    if len(owners) != 1:
-        return None
-    column = owners[0].column(node.name)
-    return owners[0], column.name
+    table = column_table(node, schema) if isinstance(node, exp.Column) else None
+    return (table, table.column(node.name).name) if table is not None else None
 
 
 def _key_mismatch(key: tuple[Any, str], other: tuple[Any, str]) -> str | None:
@@ -259,12 +247,6 @@ def _targets(table: Any, column: str) -> set[tuple[str, str]]:
     """The (table, column) pairs `table.column` refers to as a one-column foreign key."""
     return {(fk.ref_table.lower(), fk.ref_columns[0].lower()) for fk in table.foreign_keys
             if len(fk.columns) == 1 and len(fk.ref_columns) == 1 and fk.columns[0].lower() == column.lower()}
-
-
-def _scope_tables(scope: exp.Expression | None, tree: exp.Expression, schema: Schema) -> dict[str, Any]:
-    """The schema's tables a SELECT reads itself (not its subqueries'), by alias or name."""
-    return {(t.alias or t.name).lower(): real for t in tree.find_all(exp.Table)
-            if t.find_ancestor(exp.Select) is scope and (real := schema.table(t.name)) is not None}
 
 
 def _join_key(column: exp.Column, tables: dict[str, Any]) -> str | None:
