@@ -51,7 +51,7 @@ function conversation(answer) {
 function cost(answer, steps) {
   const usage = answer.usage || {};
   const turns = reflections(steps);
-  const mended = steps.flatMap((s) => s.repaired || []).length;
+  const mended = tried(steps).flatMap((s) => s.repaired || []).length;
   return section("How it was reached", el("ul", {},
     el("li", {}, `Strategy: ${answer.strategy}${answer.grounds.pack ? `, domain pack ${answer.grounds.pack}` : ""}`),
     el("li", {}, `${plural(usage.model_calls || 0, "model call")}, ${formatNumber(usage.prompt_tokens || 0)} prompt tokens (${formatNumber(usage.cached_prompt_tokens || 0)} cached), ${formatNumber(usage.completion_tokens || 0)} written`),
@@ -63,14 +63,19 @@ function cost(answer, steps) {
     turns || mended ? attempts(steps) : null);
 }
 
+// The steps that validated and ran a query.
+function tried(steps) {
+  return steps.filter((s) => s.stage === "validate+execute" && s.sql);
+}
+
 // Each query the answer tried, in order, and what came of it: the reflection turns and the
 // mended queries laid out.
 function attempts(steps) {
-  const tried = steps.filter((s) => s.stage === "validate+execute" && s.sql).flatMap((s) => [
+  const queries = tried(steps).flatMap((s) => [
     ...(s.repaired || []).map((r) => ({ sql: r.sql, error: r.error, mended: true })),
     { sql: s.sql, error: s.error, rows: s.rows },
   ]);
-  return el("ol", { class: "attempts", "aria-label": "Queries tried" }, tried.map((t) => el("li", {},
+  return el("ol", { class: "attempts", "aria-label": "Queries tried" }, queries.map((t) => el("li", {},
     el("code", { class: "tried" }, t.sql),
     el("p", { class: t.error ? "error" : "meta" },
       t.error ? `Did not work: ${t.error}${t.mended ? " (mended without the model)" : ""}`
