@@ -206,7 +206,8 @@ def generate_and_execute(
                     failed[sql.strip()] = error
                     result = None
                 else:
-                    step.update(rows=len(result.rows), limit_added=checked.limit_added)
+                    # The statement as it ran (the validator may have added a LIMIT): what the audit logs.
+                    step.update(sql=checked.sql, rows=len(result.rows), limit_added=checked.limit_added)
             if result is not None:
                 return trace.finish(
                     sql=checked.sql,
