@@ -90,8 +90,8 @@ def test_pack_covers_every_table_column_and_foreign_key(pack, db: Database) -> N
 # -- the query bank ---------------------------------------------------------------------------
 
 
-def test_bank_has_20_to_30_examples_with_reasoning(pack) -> None:
-    assert 20 <= len(pack.bank) <= 30
+def test_bank_has_at_least_20_examples_with_reasoning(pack) -> None:
+    assert len(pack.bank) >= 20
     assert all(e.reasoning.strip() for e in pack.bank)
     assert len({_normalized(e.question) for e in pack.bank}) == len(pack.bank)
 

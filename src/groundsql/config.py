@@ -155,6 +155,18 @@ class GroundedConfig(_Frozen):
     stop_on_unknown_entity: bool = True  # a name that matches nothing: say so, do not guess
 
 
+class CompiledConfig(_Frozen):
+    """The compiled path (strategies/compiled.py): a verified query, or a semantic request the
+    model fills under a JSON schema and groundsql compiles; else the grounded pipeline."""
+
+    k: int = Field(3, ge=0, le=10)  # solved examples (with their requests) shown to the model
+    verified: bool = True  # answer from a verified query when the question fits one
+    # How alike a question and a verified query's question must read, their values masked
+    # (semantic/verified.py; measured in BENCHMARKS.md).
+    verified_threshold: float = Field(0.9, gt=0.0, le=1.0)
+    fallback: bool = True  # the grounded pipeline when no request fits; off: say why instead
+
+
 class CompressionConfig(_Frozen):
     """Schema compression (IESR 3.1, schema/compress.py): which tables and columns a question
     keeps, by MinHash LSH on names and values and by embedding similarity."""
@@ -257,6 +269,7 @@ class Settings(_Frozen):
     few_shot: FewShotConfig = FewShotConfig()
     self_consistency: SelfConsistencyConfig = SelfConsistencyConfig()
     grounded: GroundedConfig = GroundedConfig()
+    compiled: CompiledConfig = CompiledConfig()
     search: SearchConfig = SearchConfig()
     conversation: ConversationConfig = ConversationConfig()
     auto: AutoConfig = AutoConfig()

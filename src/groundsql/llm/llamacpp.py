@@ -17,6 +17,7 @@ than one, because each step reads the weights once for all of them.
 from __future__ import annotations
 
 import atexit
+import json
 import logging
 import os
 import secrets
@@ -198,7 +199,7 @@ class LlamaCppLLM(LLM):
         if request.seed is not None:
             body["seed"] = request.seed
         if request.json_schema is not None:
-            body["json_schema"] = request.json_schema
+            body["grammar"] = json_grammar(request.json_schema)
         start = time.perf_counter()
         try:
             response = self._model.server.handle_chat_completions(body)
@@ -267,6 +268,15 @@ class LlamaCppLLM(LLM):
             log.warning("slot state %s failed: %s", action, str(answer)[:200])
             return None
         return answer
+
+
+def json_grammar(schema: dict[str, Any]) -> str:
+    """A JSON schema as an llguidance grammar for compact JSON: no whitespace between tokens,
+    properties in the schema's order. The runtime's own json_schema path allows any
+    whitespace, and a small model fills it with newlines and indentation: a third of the
+    tokens of a structured answer, each a decoding step (measured: 103 -> 59 tokens)."""
+    compact = {**schema, "x-guidance": {"whitespace_flexible": False, "item_separator": ",", "key_separator": ":"}}
+    return "%llguidance {}\nstart: %json " + json.dumps(compact, ensure_ascii=False)
 
 
 def parse_chat_response(response: Any, model_id: str, latency_s: float) -> Completion:

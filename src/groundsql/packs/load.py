@@ -15,6 +15,7 @@ from groundsql.errors import ConfigError
 from groundsql.packs.model import DomainPack, PackFile, SchemaDocs
 from groundsql.retrieval.bank import QueryBank
 from groundsql.schema.model import Schema
+from groundsql.semantic.load import SEMANTIC_FILE, load_semantic
 from groundsql.yamlfile import Where, line_of, read_model, read_yaml
 
 PACK_FILE, SCHEMA_FILE, BANK_FILE = "pack.yaml", "schema.yaml", "bank.jsonl"
@@ -33,9 +34,11 @@ def load_pack(folder: str | Path) -> DomainPack:
     for number, example in enumerate(bank, 1):
         if not example.question.strip() or not example.sql.strip():
             raise ConfigError(f"{folder / BANK_FILE}: example {number} has an empty question or sql")
+    semantic_path = folder / SEMANTIC_FILE
+    semantic = load_semantic(semantic_path) if semantic_path.is_file() else None
     return DomainPack(name=head.name, description=head.description, schema_docs=docs,
                       references=head.references, entities=head.entities, rules=head.rules,
-                      bank=bank)
+                      bank=bank, semantic=semantic, semantic_path=semantic_path if semantic else None)
 
 
 def check_pack(pack: DomainPack, schema: Schema, folder: str | Path) -> None:

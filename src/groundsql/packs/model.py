@@ -5,6 +5,7 @@ A pack is a folder a person edits:
     pack.yaml     name, description, reference tables, entity tables, domain rules
     schema.yaml   table and column descriptions, documented join paths
     bank.jsonl    the query bank: one {"question", "reasoning", "sql"} object a line
+    semantic.yaml the semantic model (optional): measures, dimensions, relationships
 
 `packs.load.load_pack` reads and validates it; `packs.draft.draft_pack` writes a first draft
 from any database (`groundsql init`). Names of tables and columns compare case-insensitively.
@@ -12,9 +13,12 @@ from any database (`groundsql init`). Names of tables and columns compare case-i
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from groundsql.retrieval.bank import Example
+from groundsql.semantic.model import SemanticModel
 
 
 class _Strict(BaseModel):
@@ -92,6 +96,8 @@ class DomainPack(_Strict):
     entities: tuple[EntityTable, ...] = ()
     rules: Rules = Rules()
     bank: tuple[Example, ...] = ()
+    semantic: SemanticModel | None = None  # semantic.yaml: the compiled path's model
+    semantic_path: Path | None = None  # where it was read from, for messages
 
     def reference(self, table: str) -> ReferenceTable | None:
         return next((r for r in self.references if r.table.lower() == table.lower()), None)

@@ -7,13 +7,16 @@ the fallback that always works offline.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rapidfuzz import fuzz, process, utils
 
+from groundsql.errors import ConfigError
 from groundsql.jsonl import field_error, read_jsonl
 from groundsql.retrieval.embeddings import Embedder, cosine
+from groundsql.semantic.verified import KINDS, Param, params_problem
 
 
 @dataclass(frozen=True)
@@ -22,6 +25,14 @@ class Example:
     sql: str
     reasoning: str = ""
     db_id: str = ""  # the database the example belongs to; "" when it is the only one
+    # The same question as a semantic request (semantic/request.py): what the compiled path
+    # shows the model as a solved example.
+    request: dict[str, Any] | None = field(default=None, compare=False, hash=False)
+    # A verified query (semantic/verified.py): the values its SQL depends on, and who checked it.
+    params: tuple[Param, ...] = ()
+    verified_by: str = ""
+    verified_at: str = ""
+    drafted: bool = False  # written by `groundsql init`, not yet reviewed by a person
 
 
 class QueryBank:
@@ -79,7 +90,33 @@ class QueryBank:
         for number, raw in read_jsonl(path, "a query-bank example"):
             try:
                 sql = raw.get("sql") or raw["gold_sql"]
-                examples.append(Example(raw["question"], sql, raw.get("reasoning", ""), raw.get("db", "")))
+                request = raw.get("request")
+                if request is not None and not isinstance(request, dict):
+                    raise ConfigError(f"{path}:{number}: 'request' must be a JSON object (a semantic request)")
+                params = _params(raw.get("params", []), sql, f"{path}:{number}")
+                examples.append(Example(raw["question"], sql, raw.get("reasoning", ""), raw.get("db", ""), request,
+                                        params, str(raw.get("verified_by", "")), str(raw.get("verified_at", "")),
+                                        bool(raw.get("drafted", False))))
             except KeyError as err:
                 raise field_error(path, number, "a query-bank example", err) from err
         return cls(examples)
+
+
+def _params(raw: Any, sql: str, where: str) -> tuple[Param, ...]:
+    """A verified query's parameters, each a literal of its SQL; a mistake names the entry."""
+    if not isinstance(raw, list):
+        raise ConfigError(f"{where}: params: expected a list of {{\"name\", \"kind\", \"value\"}} objects")
+    params = []
+    for i, item in enumerate(raw):
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str) or "value" not in item:
+            raise ConfigError(f"{where}: params.{i}: expected {{\"name\", \"kind\", \"value\"}}")
+        if item.get("kind") not in KINDS:
+            raise ConfigError(f"{where}: params.{i}.kind: {item.get('kind')!r} is not one of {', '.join(KINDS)}")
+        value = item["value"]
+        if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+            raise ConfigError(f"{where}: params.{i}.value: a text or a number")
+        params.append(Param(item["name"], item["kind"], value))
+    problem = params_problem(sql, params, None) if params else None
+    if problem:
+        raise ConfigError(f"{where}: params.{problem}")
+    return tuple(params)

@@ -19,6 +19,7 @@ STRATEGIES: dict[str, str] = {
     "few-shot": "groundsql.strategies.few_shot:few_shot",
     "self-consistency": "groundsql.strategies.self_consistency:self_consistency",
     "grounded": "groundsql.strategies.grounded:grounded",
+    "compiled": "groundsql.strategies.compiled:compiled",
     "search": "groundsql.strategies.search:search",
     "auto": "groundsql.strategies.auto:auto",
 }

@@ -41,7 +41,7 @@ from groundsql.schema.linking import LinkedSchema, connect, join_graph
 from groundsql.strategies.answer import Answer, Trace
 from groundsql.strategies.context import Context, examples_text, generate_and_execute, name_list, parse_json
 
-__all__ = ["grounded", "ground_values", "demo_pack_path"]
+__all__ = ["grounded", "ground_values", "demo_pack_path", "domain_for", "link_entities", "not_found"]
 
 
 def demo_pack_path() -> Path:
@@ -63,14 +63,14 @@ class _Domain:
 def grounded(question: str, ctx: Context) -> Answer:
     cfg = ctx.settings.grounded
     trace = Trace(question, "grounded", ctx.on_step)
-    domain = _domain(ctx, trace)
+    domain = domain_for(ctx, trace)
     grounds: dict[str, Any] = {"pack": domain.pack.name}
     with ThreadPoolExecutor(max_workers=2) as pool:
         lookup = pool.submit(in_context(_lookup), ctx, domain, question, trace) if cfg.lookup else None
         retrieval = pool.submit(in_context(_retrieve), ctx, domain, question, trace) if cfg.retrieval else None
         constraints = lookup.result() if lookup else []
         examples = retrieval.result() if retrieval else []
-        linking = pool.submit(in_context(_link_entities), ctx, domain, question, trace) if cfg.entity_linking else None
+        linking = pool.submit(in_context(link_entities), ctx, domain, question, trace) if cfg.entity_linking else None
         # Linking narrows a big schema; a small one is shown whole (no call, nothing to lose).
         small = _small(ctx, domain.schema)
         schema_link = pool.submit(in_context(_link_schema), ctx, domain, question, constraints, trace) \
@@ -87,7 +87,7 @@ def grounded(question: str, ctx: Context) -> Answer:
         retrieval=domain.bank.method if cfg.retrieval else "off",
     )
     if unresolved and cfg.stop_on_unknown_entity:
-        return trace.finish(sql=None, error=_not_found(unresolved), grounds=grounds)
+        return trace.finish(sql=None, error=not_found(unresolved), grounds=grounds)
     request = _generation_request(ctx, domain, question, linked, constraints, examples)
     retries = ctx.settings.generation.reflection_retries if cfg.reflection else 0
     answer = generate_and_execute(ctx, request, trace, retries=retries, grounds=grounds)
@@ -103,9 +103,9 @@ def ground_values(phrase: str, ctx: Context) -> dict[str, Any]:
     lookup agent) and the entities it names, each with the row it came from, and the names
     that matched nothing. What the MCP `lookup` tool returns."""
     trace = Trace(phrase, "lookup", ctx.on_step)
-    domain = _domain(ctx, trace)
+    domain = domain_for(ctx, trace)
     constraints = _lookup(ctx, domain, phrase, trace) if ctx.settings.grounded.lookup else []
-    entities, unresolved = _link_entities(ctx, domain, phrase, trace) if ctx.settings.grounded.entity_linking \
+    entities, unresolved = link_entities(ctx, domain, phrase, trace) if ctx.settings.grounded.entity_linking \
         else ([], [])
     found = constraints + [_entity_constraint(m) for m in entities]
     answer = trace.finish(sql=None)
@@ -118,7 +118,7 @@ def ground_values(phrase: str, ctx: Context) -> dict[str, Any]:
 # -- the domain, built once per session -------------------------------------------------------
 
 
-def _domain(ctx: Context, trace: Trace) -> _Domain:
+def domain_for(ctx: Context, trace: Trace) -> _Domain:
     cached = ctx.resources.get("grounded")
     if cached is not None:
         return cached
@@ -314,7 +314,7 @@ def _retrieve(ctx: Context, domain: _Domain, question: str, trace: Trace) -> lis
     return examples
 
 
-def _link_entities(ctx: Context, domain: _Domain, question: str,
+def link_entities(ctx: Context, domain: _Domain, question: str,
                    trace: Trace) -> tuple[list[EntityMatch], list[Unresolved]]:
     if domain.entities is None:
         return [], []
@@ -466,7 +466,7 @@ def _reflect_on_missing_values(ctx: Context, request: ChatRequest, answer: Answe
     return trace.amend(answer)
 
 
-def _not_found(unresolved: list[Unresolved]) -> str:
+def not_found(unresolved: list[Unresolved]) -> str:
     parts = []
     for u in unresolved:
         kind = u.kind or "entity"

@@ -1,0 +1,746 @@
+"""Compiling a semantic request into SQL for the database's dialect, through an explicit plan.
+
+    request -> fields (catalog) -> base table -> join paths -> SELECT / WHERE / GROUP BY /
+    HAVING / ORDER BY / LIMIT -> sqlglot -> SQL text
+
+The compiler writes only joins the model declares, and never one that would count a measure
+twice:
+
+- The base is the table of the request's measures (one table: measures of two tables are not
+  combined). Without measures, it is the table from which every named field is reached with
+  the fewest row-repeating (one-to-many) steps: a listing of a person's roles starts at the
+  roles, not at the people.
+- Every other table is reached along the shortest path of automatic relationships (a tie
+  between two paths is an error: the model must say which, with `via`), then along the
+  field's own `via` relationships (a deal's target, a company's parent).
+- A filter on a table that is reached through a one-to-many step is an EXISTS subquery, so it
+  narrows rows without repeating them; a dimension reached that way next to a measure is
+  refused (the fan-out trap), never joined.
+- Amounts convert at the latest rate on or before their date, and stay as they are when
+  already in the currency asked; a measure's own rows (its `filter`) become a WHERE when all
+  measures share them, else a conditional aggregate; scaling ("in millions") divides after
+  aggregating.
+
+Many-to-one joins are LEFT joins (they never drop a row of the base); one-to-many ones are
+inner joins. Everything returned still goes through the validator and the read-only executor.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from sqlglot import exp
+
+from groundsql.errors import GroundsqlError
+from groundsql.semantic.catalog import Catalog, FieldRef
+from groundsql.semantic.model import SCALES, LogicalTable, Measure, Relationship
+from groundsql.semantic.request import Filter, Request
+
+__all__ = ["CompileError", "Compiled", "compile_request"]
+
+_MAX_PATH = 5  # relationships between the base and any table a request reaches
+
+
+class CompileError(GroundsqlError):
+    """The request cannot be written as SQL over this model; the message says why."""
+
+
+@dataclass(frozen=True)
+class Compiled:
+    sql: str
+    base: str  # the logical table the query starts from
+    notes: tuple[str, ...] = ()  # defaults applied, requests set aside: shown in the grounds
+
+
+@dataclass(frozen=True)
+class _Step:
+    rel: Relationship
+    forward: bool  # from the relationship's `from` table to its `to` table
+
+    @property
+    def fans_out(self) -> bool:
+        if self.forward:
+            return self.rel.type == "one_to_many"
+        return self.rel.type != "one_to_one"
+
+    def leads_to(self) -> str:
+        return self.rel.to if self.forward else self.rel.from_
+
+
+Path = tuple[_Step, ...]
+
+
+def compile_request(catalog: Catalog, request: Request) -> Compiled:
+    return _Compiler(catalog, request).compile()
+
+
+class _Compiler:
+    def __init__(self, catalog: Catalog, request: Request) -> None:
+        self.catalog = catalog
+        self.model = catalog.model
+        self.request = request
+        self.dialect = catalog.dialect
+        self.notes: list[str] = []
+        self.aliases: dict[Path, str] = {}
+        self.joins: list[exp.Join] = []
+        self.used_aliases: set[str] = set()
+        self.rate_joins: dict[tuple[str, str], tuple[str, str | None]] = {}
+        self._paths: dict[str, Path] = {}
+
+    # -- the plan ------------------------------------------------------------------------------
+
+    def compile(self) -> Compiled:
+        req = self.request
+        measures = [self._ref(name, ("measure", "derived", "aggregate"), "measure") for name in _unique(req.measures)]
+        dims = [self._ref(name, ("dimension", "time", "fact"), "dimension") for name in _unique(req.dimensions)]
+        filters = [(f, self._ref(f.field, None, "filter")) for f in req.filters]
+        filters = self._without_repeats(filters)
+        if not measures and not dims:
+            raise CompileError("the request names no measure and no dimension")
+        filters = self._defaults(measures, dims, filters)
+        # A dimension filtered to one value is the same on every row: it answers nothing; next
+        # to a measure, one filtered to a year or a month would only split the measure by day.
+        single = {f.field for f, ref in filters if f.op == "=" and (_one_value(f.value, ref) or measures)}
+        if measures or len(dims) > 1:
+            kept = [d for d in dims if d.name not in single]
+            if len(kept) < len(dims):
+                self.notes.append("left out of the columns, filtered to one value: "
+                                  + ", ".join(d.name for d in dims if d.name in single))
+            dims = kept or dims[:1] if not measures else kept
+        parts = self._measure_parts(measures + [ref for f, ref in filters if ref.kind in ("measure", "derived", "aggregate")])
+        self.base = self._base(measures, dims, filters)
+        self.base_table = self.catalog.table(self.base)
+        self.aliases[()] = self._new_alias(self.base_table.name)
+
+        select: list[exp.Expression] = []
+        group: list[exp.Expression] = []
+        outputs: dict[str, list[str]] = {}
+        dim_paths: list[Path] = []
+        for ref in dims:
+            path = self._field_path(ref)
+            if measures and any(step.fans_out for step in path):
+                raise CompileError(f"{ref.name} is reached from {self.base} through a one-to-many relationship: "
+                                   f"grouping {', '.join(m.name for m in measures)} by it would count rows twice")
+            dim_paths.append(path)
+            alias = self._join(path)
+            names = []
+            for k, expression in enumerate(self._dimension_exprs(ref, alias)):
+                name = ref.name if len(ref.exprs) == 1 else _column_name(ref.exprs[k], ref.name, k)
+                select.append(exp.alias_(expression, name, quoted=False))
+                group.append(expression.copy())
+                names.append(name)
+            outputs[ref.name] = names
+
+        where, having = self._filters(filters, dim_paths)
+        hoisted = self._hoisted_filter(parts)
+        if hoisted is not None:
+            where.append(hoisted)
+        elif parts and all(p.source.filter for p in parts):  # type: ignore[union-attr]
+            where.append(_or([self._qualify(p.exprs[1], p) for p in parts]))
+        for ref in measures:
+            select.append(exp.alias_(self._measure(ref, hoisted is not None, scaled=True), ref.name, quoted=False))
+            outputs[ref.name] = [ref.name]
+
+        query = exp.select(*select).from_(_table(self.base_table.table, self.aliases[()]))
+        for join in self.joins:
+            query = query.join(join)
+        if where:
+            query = query.where(_and(where))
+        aggregated = bool(measures or having)
+        if aggregated and group:
+            query = query.group_by(*group)
+        if having:
+            query = query.having(_and(having))
+        if not aggregated and not any(d.kind == "fact" for d in dims):
+            query = query.distinct()
+        order = self._order(outputs, dims, measures)
+        if order:
+            query = query.order_by(*order)
+        if req.limit is not None:
+            query = query.limit(req.limit)
+        return Compiled(query.sql(dialect=self.dialect), self.base, tuple(self.notes))
+
+    def _ref(self, name: str, kinds: tuple[str, ...] | None, role: str) -> FieldRef:
+        ref = self.catalog.field(name)
+        if ref is None:
+            raise CompileError(f"no {role} named {name!r} in the semantic model")
+        if kinds is not None and ref.kind not in kinds:
+            raise CompileError(f"{name!r} is a {ref.kind}, not a {role}")
+        return ref
+
+    def _without_repeats(self, filters: list[tuple[Filter, FieldRef]]) -> list[tuple[Filter, FieldRef]]:
+        """One value filtered by two fields of the same entity (company and financial_advisor
+        both 'X'): the role the model named beside the plain one is what it meant."""
+        kept = []
+        for flt, ref in filters:
+            twins = [r for f, r in filters if r is not ref and f.value == flt.value and f.op == flt.op
+                     and r.kind == "dimension" and ref.kind == "dimension"
+                     and r.source.entity and r.source.entity == ref.source.entity]  # type: ignore[union-attr]
+            if twins and not ref.via and all(t.via for t in twins):
+                self.notes.append(f"{ref.name} = {flt.value!r} left out: {twins[0].name} names the same")
+                continue
+            kept.append((flt, ref))
+        return kept
+
+    def _measure_parts(self, refs: list[FieldRef]) -> list[FieldRef]:
+        parts: list[FieldRef] = []
+        for ref in refs:
+            for part in (self.catalog.fields[p] for p in ref.parts) if ref.kind == "derived" else (ref,):
+                if part.kind == "measure" and part not in parts:
+                    parts.append(part)
+        return parts
+
+    def _defaults(self, measures: list[FieldRef], dims: list[FieldRef],
+                  filters: list[tuple[Filter, FieldRef]]) -> list[tuple[Filter, FieldRef]]:
+        """A measure's default filters, for the fields the request neither filters nor groups by."""
+        used = {ref.name for _, ref in filters} | {d.name for d in dims}
+        used |= {self._time_root(ref) for ref in [*dims, *(r for _, r in filters)] if ref.kind == "time"}
+        added = list(filters)
+        for ref in self._measure_parts(measures):
+            for default in ref.source.defaults:  # type: ignore[union-attr]
+                if default.field in used:
+                    continue
+                aside = [name for name in default.unless if name in used]
+                if aside:
+                    # Grouped by a field that sets the default aside ("each quarter"): the rows
+                    # that have it (not the annual row, whose quarter is empty).
+                    for name in aside:
+                        if name in {d.name for d in dims} and name not in {r.name for _, r in added}:
+                            added.append((Filter(field=name, op="is not null"), self.catalog.fields[name]))
+                    continue
+                used.add(default.field)
+                added.append((Filter(field=default.field, value=default.value), self.catalog.fields[default.field]))
+                self.notes.append(f"{ref.name}: {default.field} = {default.value!r} (the measure's default)")
+        return added
+
+    @staticmethod
+    def _time_root(ref: FieldRef) -> str:
+        return ref.source.name
+
+    # -- the base table and the paths to every other table ------------------------------------
+
+    def _base(self, measures: list[FieldRef], dims: list[FieldRef], filters: list[tuple[Filter, FieldRef]]) -> str:
+        if measures:
+            tables = {m.table for m in measures}
+            if len(tables) > 1:
+                listed = ", ".join(f"{m.name} ({m.table})" for m in measures)
+                raise CompileError(f"measures of different tables are not combined in one request: {listed}")
+            return tables.pop()
+        anchors = list(dict.fromkeys([d.table for d in dims] + [ref.table for _, ref in filters]))
+        best: tuple[tuple[int, int, int], str] | None = None
+        for position, table in enumerate([*anchors, *(t.name for t in self.model.tables if t.name not in anchors)]):
+            cost = [0, 0, position]
+            for anchor in anchors:
+                path = self._shortest(table, anchor, strict=False)
+                if path is None:
+                    break
+                cost[0] += sum(step.fans_out for step in path)
+                cost[1] += len(path)
+            else:
+                if best is None or tuple(cost) < best[0]:
+                    best = (tuple(cost), table)  # type: ignore[assignment]
+        if best is None:
+            raise CompileError("no table of the semantic model reaches all of " + ", ".join(anchors)
+                               + " through its relationships")
+        return best[1]
+
+    def _shortest(self, start: str, goal: str, strict: bool = True) -> Path | None:
+        """The path of automatic relationships from `start` to `goal` with the fewest
+        one-to-many steps, then the fewest steps; a tie between two is ambiguous. A path goes
+        down (to rows that refer to it) before it goes up, never up and then down."""
+        if start == goal:
+            return ()
+        found: list[tuple[tuple[int, int], Path]] = []
+
+        def walk(at: str, path: Path, seen: set[str]) -> None:
+            if len(path) >= _MAX_PATH:
+                return
+            for rel in self.model.relationships:
+                if not rel.automatic:
+                    continue
+                for forward, here, there in ((True, rel.from_, rel.to), (False, rel.to, rel.from_)):
+                    if here != at or there in seen:
+                        continue
+                    if not forward and path and path[-1].forward:
+                        # Up to a shared table and down to another (a deal's unit, then the
+                        # figures in that unit) relates nothing: the chasm trap.
+                        continue
+                    step_path = path + (_Step(rel, forward),)
+                    if there == goal:
+                        found.append(((sum(s.fans_out for s in step_path), len(step_path)), step_path))
+                    else:
+                        walk(there, step_path, seen | {there})
+
+        walk(start, (), {start})
+        if not found:
+            return None
+        found.sort(key=lambda item: item[0])
+        best_cost, best = found[0]
+        ties = [p for cost, p in found[1:] if cost == best_cost and p != best]
+        if ties and strict:
+            raise CompileError(f"{goal} is reached from {start} in two ways ({_describe(best)}; "
+                               f"{_describe(ties[0])}): the semantic model must name one with via")
+        return best
+
+    def _field_path(self, ref: FieldRef) -> Path:
+        to_table = self._path_to(ref.table)
+        steps = []
+        for name in ref.via:
+            rel = self.model.relationship(name)
+            assert rel is not None
+            steps.append(_Step(rel, True))
+        return to_table + tuple(steps)
+
+    def _path_to(self, table: str) -> Path:
+        if table not in self._paths:
+            path = self._shortest(self.base, table)
+            if path is None:
+                raise CompileError(f"{table} cannot be reached from {self.base} through the model's relationships")
+            self._paths[table] = path
+        return self._paths[table]
+
+    # -- joins -----------------------------------------------------------------------------
+
+    def _new_alias(self, name: str) -> str:
+        stem = re.sub(r"\W+", "_", name.lower()).strip("_") or "t"
+        alias, n = stem, 2
+        while alias in self.used_aliases:
+            alias, n = f"{stem}_{n}", n + 1
+        self.used_aliases.add(alias)
+        return alias
+
+    def _join(self, path: Path) -> str:
+        """The alias of the table at the end of `path`, joining what is missing."""
+        for end in range(1, len(path) + 1):
+            prefix = path[:end]
+            if prefix in self.aliases:
+                continue
+            step = prefix[-1]
+            self.joins.extend(self._step_joins(step, self.aliases[prefix[:-1]], prefix, inner=step.fans_out))
+        return self.aliases[path]
+
+    def _step_joins(self, step: _Step, at: str, prefix: Path, inner: bool) -> list[exp.Join]:
+        rel = step.rel
+        target = self.catalog.table(step.leads_to())
+        name = rel.name if not rel.automatic else target.name
+        alias = self._new_alias(name)
+        self.aliases[prefix] = alias
+        kind = "" if inner else "LEFT"
+        if rel.through is None:
+            conditions = [exp.EQ(this=exp.column(a if step.forward else b, at),
+                                 expression=exp.column(b if step.forward else a, alias)) for a, b in rel.columns]
+            return [_join_on(target.table, alias, conditions, kind)]
+        bridge = rel.through
+        bridge_alias = self._new_alias(bridge.table)
+        here_key, here_col = (self.catalog.table(rel.from_).key[0], bridge.from_column) if step.forward else \
+            (self.catalog.table(rel.to).key[0], bridge.to_column)
+        there_key, there_col = (target.key[0], bridge.to_column) if step.forward else (target.key[0], bridge.from_column)
+        first = [exp.EQ(this=exp.column(here_col, bridge_alias), expression=exp.column(here_key, at))]
+        if bridge.where:
+            first.append(_qualified(self._parse(bridge.where), bridge_alias))
+        second = [exp.EQ(this=exp.column(there_key, alias), expression=exp.column(there_col, bridge_alias))]
+        return [_join_on(bridge.table, bridge_alias, first, kind), _join_on(target.table, alias, second, kind)]
+
+    def _parse(self, sql: str) -> exp.Expression:
+        from groundsql.semantic.catalog import parse
+
+        return parse(sql, self.dialect)
+
+    # -- expressions -----------------------------------------------------------------------------
+
+    def _qualify(self, expression: exp.Expression, ref: FieldRef, alias: str | None = None) -> exp.Expression:
+        """`expression` of `ref` with every column under the alias of the table it reads:
+        its own (at the end of its via) or another logical table named before a dot."""
+        own = alias if alias is not None else self._join(self._field_path(ref))
+        return self._qualify_at(expression, own)
+
+    def _qualify_at(self, expression: exp.Expression, own: str) -> exp.Expression:
+        copy = expression.copy()
+        for column in list(copy.find_all(exp.Column)):
+            if isinstance(column.this, exp.Star):
+                continue
+            if column.table:
+                other = self._join(self._path_to(column.table))
+                column.set("table", exp.to_identifier(other))
+            else:
+                column.set("table", exp.to_identifier(own))
+        return copy
+
+    def _dimension_exprs(self, ref: FieldRef, alias: str) -> list[exp.Expression]:
+        if ref.kind == "time" and ref.grain is not None:
+            return [self._grain(self._qualify(ref.exprs[0], ref, alias), ref.grain)]
+        return [self._qualify(e, ref, alias) for e in ref.exprs]
+
+    def _grain(self, column: exp.Expression, grain: str) -> exp.Expression:
+        if self.dialect == "sqlite":
+            text = {"year": "%Y", "month": "%Y-%m", "day": "%Y-%m-%d"}
+            if grain == "year":
+                return exp.cast(exp.Anonymous(this="STRFTIME", expressions=[exp.Literal.string("%Y"), column]), "INTEGER")
+            if grain == "quarter":
+                month = exp.cast(exp.Anonymous(this="STRFTIME", expressions=[exp.Literal.string("%m"), column]), "INTEGER")
+                return exp.Div(this=exp.Paren(this=exp.Add(this=month, expression=exp.Literal.number(2))),
+                               expression=exp.Literal.number(3), typed=True)
+            return exp.Anonymous(this="STRFTIME", expressions=[exp.Literal.string(text[grain]), column])
+        # Cast first: a date kept as ISO text (as SQLite keeps them) has no year of its own.
+        day = exp.cast(column, "DATE")
+        if grain in ("year", "quarter"):
+            return exp.Extract(this=exp.var(grain.upper()), expression=day)
+        if grain == "month":
+            return exp.TimeToStr(this=day, format=exp.Literal.string("%Y-%m"))
+        return day
+
+    def _measure(self, ref: FieldRef, hoisted: bool, scaled: bool, convert: bool = True) -> exp.Expression:
+        """The aggregate of a measure (converted into the request's currency), or a derived
+        measure with its parts in place; divided by the scale when asked and it is an amount."""
+        if ref.kind == "aggregate":
+            fact = self._qualify(ref.exprs[0], ref)
+            func = {"sum": exp.Sum, "avg": exp.Avg, "min": exp.Min, "max": exp.Max}[ref.aggregation or "sum"]
+            return func(this=fact)
+        if ref.kind == "derived":
+            combined = ref.exprs[0].copy()
+            for column in list(combined.find_all(exp.Column)):
+                part = self.catalog.fields[column.name]
+                column.replace(exp.Paren(this=self._measure(part, hoisted, scaled=False)))
+            value: exp.Expression = combined
+        else:
+            value = self._aggregate(ref, hoisted, convert)
+        measure: Measure = ref.source  # type: ignore[assignment]
+        if scaled and self.request.scale and measure.amount:
+            value = exp.Div(this=_paren(value), expression=exp.Literal.number(repr(SCALES[self.request.scale])),
+                            typed=True)
+        return value
+
+    def _aggregate(self, ref: FieldRef, hoisted: bool, convert: bool) -> exp.Expression:
+        measure: Measure = ref.source  # type: ignore[assignment]
+        value = self._qualify(ref.exprs[0], ref)
+        condition = None if hoisted or measure.filter is None else self._qualify(ref.exprs[1], ref)
+        rate = self._rate(ref) if convert and measure.currency is not None and self.request.currency else None
+        for agg in list(value.find_all(exp.AggFunc)):
+            argument = agg.this
+            if isinstance(argument, exp.Star):
+                argument = exp.Literal.number(1)
+            elif argument is None:
+                continue
+            unconverted = None
+            if rate is not None and not isinstance(agg, exp.Count):
+                original, argument = argument, rate(argument)
+                # An amount with no rate to convert it is not left out of a total in silence:
+                # the total is NULL (the grounds say the rates' dates).
+                missing = exp.And(this=exp.Not(this=exp.Is(this=original.copy(), expression=exp.Null())),
+                                  expression=exp.Is(this=argument.copy(), expression=exp.Null()))
+                if condition is not None:
+                    missing = exp.And(this=condition.copy(), expression=missing)
+                unconverted = exp.Sum(this=exp.Case(ifs=[exp.If(this=missing, true=exp.Literal.number(1))],
+                                                    default=exp.Literal.number(0)))
+            if condition is not None:
+                argument = exp.Case(ifs=[exp.If(this=condition.copy(), true=argument)])
+            agg.set("this", argument)
+            if unconverted is not None:
+                guarded = exp.Case(ifs=[exp.If(this=exp.GT(this=unconverted, expression=exp.Literal.number(0)),
+                                               true=exp.Null())], default=agg.copy())
+                agg.replace(guarded)
+                if agg is value:
+                    value = guarded
+        return value
+
+    def _rate(self, ref: FieldRef):
+        """A function that converts an amount of `ref`'s rows into the request's currency."""
+        conv = self.model.currency
+        measure: Measure = ref.source  # type: ignore[assignment]
+        assert conv is not None and measure.currency is not None
+        code = self.request.currency
+        if code not in self.catalog.currency_keys:
+            raise CompileError(f"no currency coded {code!r}")
+        own = self._join(self._field_path(ref))
+        currency_column = exp.column(measure.currency.column, own)
+        key = (measure.currency.column, measure.currency.date)
+        if key not in self.rate_joins:
+            date = self._qualify_at(self._parse(measure.currency.date), own)
+            rate_alias = self._new_alias("rate")
+            latest = exp.select(exp.Max(this=exp.column(conv.date_column, "r_latest"))).from_(
+                _table(conv.table, "r_latest")).where(_and([
+                    exp.EQ(this=exp.column(conv.currency_column, "r_latest"), expression=currency_column.copy()),
+                    exp.LTE(this=exp.column(conv.date_column, "r_latest"), expression=date)]))
+            self.joins.append(_join_on(conv.table, rate_alias, [
+                exp.EQ(this=exp.column(conv.currency_column, rate_alias), expression=currency_column.copy()),
+                exp.EQ(this=exp.column(conv.date_column, rate_alias), expression=exp.Subquery(this=latest))], "LEFT"))
+            target_alias = None
+            if code != conv.base:
+                target_alias = self._new_alias("target_rate")
+                self.joins.append(_join_on(conv.table, target_alias, [
+                    exp.EQ(this=exp.column(conv.currency_column, target_alias),
+                           expression=_literal(self.catalog.currency_keys[code])),
+                    exp.EQ(this=exp.column(conv.date_column, target_alias),
+                           expression=exp.column(conv.date_column, rate_alias))], "LEFT"))
+            self.rate_joins[key] = (rate_alias, target_alias)
+            self.notes.append(f"amounts in {code} at the latest rate on or before {measure.currency.date}; "
+                              f"amounts already in {code} as they are")
+        rate_alias, target_alias = self.rate_joins[key]
+        same = exp.EQ(this=currency_column, expression=_literal(self.catalog.currency_keys[code]))
+
+        def convert(amount: exp.Expression) -> exp.Expression:
+            converted: exp.Expression = exp.Mul(this=_paren(amount.copy()), expression=exp.column(conv.rate_column, rate_alias))
+            if target_alias is not None:
+                converted = exp.Div(this=converted, expression=exp.column(conv.rate_column, target_alias), typed=True)
+            return exp.Case(ifs=[exp.If(this=same.copy(), true=amount)], default=converted)
+
+        return convert
+
+    def _hoisted_filter(self, parts: list[FieldRef]) -> exp.Expression | None:
+        """The measures' shared row filter, when every one has the same: a WHERE."""
+        filters = {p.source.filter for p in parts}  # type: ignore[union-attr]
+        if len(filters) != 1 or None in filters:
+            return None
+        return self._qualify(parts[0].exprs[1], parts[0])
+
+    # -- filters -------------------------------------------------------------------------------
+
+    def _filters(self, filters: list[tuple[Filter, FieldRef]],
+                 dim_paths: list[Path]) -> tuple[list[exp.Expression], list[exp.Expression]]:
+        where: list[exp.Expression] = []
+        having: list[exp.Expression] = []
+        exists: dict[Path, list[tuple[Filter, FieldRef, Path]]] = {}
+        for flt, ref in filters:
+            if ref.kind in ("measure", "derived", "aggregate"):
+                having.append(self._compare(self._measure(ref, False, scaled=False), flt, ref))
+                continue
+            path = self._field_path(ref) if ref.kind != "filter" else self._path_to(ref.table)
+            fan = next((k for k, step in enumerate(path) if step.fans_out), None)
+            shared = fan is not None and any(p[:fan + 1] == path[:fan + 1] for p in dim_paths)
+            if fan is None or shared:
+                where.append(self._condition(flt, ref, self._join(path)))
+            else:
+                exists.setdefault(path[:fan + 1], []).append((flt, ref, path))
+        for head, group in exists.items():
+            where.append(self._exists(head, group))
+        return where, having
+
+    def _condition(self, flt: Filter, ref: FieldRef, alias: str) -> exp.Expression:
+        if ref.kind == "filter":
+            return self._qualify_at(ref.exprs[0], alias)
+        if len(ref.exprs) != 1:
+            raise CompileError(f"{ref.name} is made of {len(ref.exprs)} columns and cannot be compared with one value")
+        column = self._qualify_at(ref.exprs[0], alias)
+        if ref.kind == "time":
+            return self._time_condition(column, flt, ref)
+        return self._compare(column, flt, ref)
+
+    def _compare(self, left: exp.Expression, flt: Filter, ref: FieldRef) -> exp.Expression:
+        op, value = flt.op, flt.value
+        if op in ("is null", "is not null"):
+            test = exp.Is(this=left, expression=exp.Null())
+            return exp.Not(this=test) if op == "is not null" else test
+        if value is None:
+            raise CompileError(f"the filter on {ref.name} has no value")
+        if op in ("in", "not in") or isinstance(value, list):
+            values = value if isinstance(value, list) else [value]
+            if op == "between":
+                if len(values) != 2:
+                    raise CompileError(f"between on {ref.name} needs two values")
+                return exp.Between(this=left, low=_literal(values[0]), high=_literal(values[1]))
+            test = exp.In(this=left, expressions=[_literal(v) for v in values])
+            return exp.Not(this=test) if op in ("not in", "!=") else test
+        if op == "between":
+            raise CompileError(f"between on {ref.name} needs two values")
+        kinds = {"=": exp.EQ, "!=": exp.NEQ, "<": exp.LT, "<=": exp.LTE, ">": exp.GT, ">=": exp.GTE}
+        return kinds[op](this=left, expression=_literal(value))
+
+    def _time_condition(self, column: exp.Expression, flt: Filter, ref: FieldRef) -> exp.Expression:
+        source = ref.source
+        if source.type == "year" or ref.grain == "quarter":  # type: ignore[union-attr]
+            if ref.grain == "quarter":
+                column = self._grain(column, "quarter")
+            return self._compare(column, flt, ref)
+        if flt.op in ("is null", "is not null"):
+            return self._compare(column, flt, ref)
+        values = flt.value if isinstance(flt.value, list) else [flt.value]
+        try:
+            spans = [_span(v) for v in values]
+        except ValueError as err:
+            raise CompileError(f"{ref.name}: {err}") from None
+        if flt.op == "between" or len(spans) == 2 and flt.op == "=":
+            if len(spans) != 2:
+                raise CompileError(f"between on {ref.name} needs two dates")
+            return _and([exp.GTE(this=column.copy(), expression=exp.Literal.string(spans[0][0])),
+                         exp.LT(this=column.copy(), expression=exp.Literal.string(spans[1][1]))])
+        if len(spans) != 1:
+            raise CompileError(f"{ref.name} is compared with one date, or between two")
+        start, end = spans[0]
+        s, e = exp.Literal.string(start), exp.Literal.string(end)
+        if flt.op == "=":
+            return _and([exp.GTE(this=column.copy(), expression=s), exp.LT(this=column.copy(), expression=e)])
+        if flt.op == "!=":
+            return exp.Or(this=exp.LT(this=column.copy(), expression=s), expression=exp.GTE(this=column, expression=e))
+        return {"<": exp.LT(this=column, expression=s), "<=": exp.LT(this=column, expression=e),
+                ">": exp.GTE(this=column, expression=e), ">=": exp.GTE(this=column, expression=s)}[flt.op]
+
+    def _exists(self, head: Path, group: list[tuple[Filter, FieldRef, Path]]) -> exp.Expression:
+        """EXISTS over the one-to-many step at the end of `head` and what lies beyond it, with
+        all the filters that go through it on the same row."""
+        outer = self._join(head[:-1])
+        saved = (dict(self.aliases), list(self.joins))
+        self.joins = []
+        # Inside, the step's table is the subquery's FROM; the rest is joined to it.
+        step = head[-1]
+        joins = self._step_joins(step, outer, head, inner=True)
+        first = joins[0]
+        source = first.this
+        correlation = first.args.get("on")
+        conditions = [correlation] if correlation is not None else []
+        inner_joins = joins[1:]
+        for flt, ref, path in group:
+            alias = self._join(path)
+            conditions.append(self._condition(flt, ref, alias))
+        inner_joins += self.joins
+        subquery = exp.select(exp.Literal.number(1)).from_(source)
+        for join in inner_joins:
+            subquery = subquery.join(join)
+        subquery = subquery.where(_and(conditions))
+        self.aliases, self.joins = saved
+        return exp.Exists(this=subquery)
+
+    # -- order ---------------------------------------------------------------------------------
+
+    def _order(self, outputs: dict[str, list[str]], dims: list[FieldRef], measures: list[FieldRef]) -> list[exp.Ordered]:
+        order: list[exp.Ordered] = []
+        taken: set[str] = set()
+        for item in self.request.order_by:
+            names = outputs.get(item.field)
+            if names is None:
+                self.notes.append(f"not ordered by {item.field}: it is not one of the columns")
+                continue
+            for name in names:
+                if name not in taken:
+                    taken.add(name)
+                    order.append(self._ordered(name, item.desc))
+        if not order and not dims:
+            return []
+        # Then the dimensions, times first: a stable order that ties cannot shuffle.
+        rest = sorted(dims, key=lambda d: d.kind != "time")
+        for ref in rest:
+            for name in outputs.get(ref.name, ()):
+                if name not in taken:
+                    taken.add(name)
+                    order.append(self._ordered(name, False))
+        return order
+
+    def _ordered(self, name: str, desc: bool) -> exp.Ordered:
+        # Where the database puts NULLs by itself: no NULLS FIRST/LAST clause to write.
+        from sqlglot.dialects.dialect import Dialect
+
+        nulls = Dialect.get_or_raise(self.dialect).NULL_ORDERING
+        first = nulls == "nulls_are_large" if desc else nulls == "nulls_are_small"
+        return exp.Ordered(this=exp.column(name), desc=desc, nulls_first=first)
+
+
+# -- helpers --------------------------------------------------------------------------------------
+
+
+def _one_value(value: Any, ref: FieldRef) -> bool:
+    """Whether an equality filter leaves the field one value: a dimension's, a year column's,
+    a date's day (not a date's year or month)."""
+    if isinstance(value, list):
+        if len(value) != 1:
+            return False
+        value = value[0]
+    if value is None:
+        return False
+    if ref.kind == "dimension":
+        return True
+    if ref.kind == "time":
+        year = ref.source.type == "year" or ref.grain is not None  # type: ignore[union-attr]
+        return year or bool(re.fullmatch(r"\d{4}-\d{2}-\d{2}", str(value)))
+    return False
+
+
+def _unique(names: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(names))
+
+
+def _describe(path: Path) -> str:
+    return " -> ".join(f"{s.rel.name}" + ("" if s.forward else " (reversed)") for s in path)
+
+
+def _column_name(expression: exp.Expression, field_name: str, k: int) -> str:
+    if isinstance(expression, exp.Column):
+        return expression.name
+    return f"{field_name}_{k + 1}"
+
+
+def _table(name: str, alias: str) -> exp.Table:
+    return exp.Table(this=exp.to_identifier(name), alias=exp.TableAlias(this=exp.to_identifier(alias)))
+
+
+def _join_on(table: str, alias: str, conditions: list[exp.Expression], kind: str) -> exp.Join:
+    join = exp.Join(this=_table(table, alias), on=_and(conditions))
+    if kind:
+        join.set("side", kind)
+    return join
+
+
+def _qualified(expression: exp.Expression, alias: str) -> exp.Expression:
+    copy = expression.copy()
+    for column in copy.find_all(exp.Column):
+        column.set("table", exp.to_identifier(alias))
+    return copy
+
+
+def _and(parts: list[exp.Expression]) -> exp.Expression:
+    result = parts[0]
+    for part in parts[1:]:
+        result = exp.And(this=result, expression=part)
+    return result
+
+
+def _or(parts: list[exp.Expression]) -> exp.Expression:
+    result = exp.Paren(this=parts[0]) if len(parts) > 1 else parts[0]
+    for part in parts[1:]:
+        result = exp.Or(this=result, expression=exp.Paren(this=part))
+    return exp.Paren(this=result) if len(parts) > 1 else result
+
+
+def _paren(expression: exp.Expression) -> exp.Expression:
+    return expression if isinstance(expression, (exp.Column, exp.Literal, exp.Paren, exp.Func)) \
+        else exp.Paren(this=expression)
+
+
+def _literal(value: Any) -> exp.Expression:
+    if isinstance(value, bool):
+        return exp.Literal.number(int(value))
+    if isinstance(value, (int, float)):
+        return exp.Literal.number(repr(value) if isinstance(value, float) else value)
+    return exp.Literal.string(str(value))
+
+
+_DATE = re.compile(r"^(\d{4})(?:-Q([1-4])|-(\d{2})(?:-(\d{2}))?)?$")
+
+
+def _span(value: Any) -> tuple[str, str]:
+    """The first day of a year, quarter, month or day and the first day after it, as ISO text."""
+    match = _DATE.match(str(value).strip())
+    if match is None:
+        raise ValueError(f"{value!r} is not a year, a quarter (2023-Q2), a month (2023-03) or a day (2023-03-31)")
+    year = int(match.group(1))
+    if match.group(2):
+        quarter = int(match.group(2))
+        start_month = 3 * quarter - 2
+        end_year, end_month = (year + 1, 1) if quarter == 4 else (year, start_month + 3)
+        return f"{year:04d}-{start_month:02d}-01", f"{end_year:04d}-{end_month:02d}-01"
+    if match.group(3) is None:
+        return f"{year:04d}-01-01", f"{year + 1:04d}-01-01"
+    month = int(match.group(3))
+    if not 1 <= month <= 12:
+        raise ValueError(f"{value!r}: no month {month}")
+    if match.group(4) is None:
+        end = f"{year + 1:04d}-01-01" if month == 12 else f"{year:04d}-{month + 1:02d}-01"
+        return f"{year:04d}-{month:02d}-01", end
+    day = int(match.group(4))
+    if not 1 <= day <= calendar.monthrange(year, month)[1]:
+        raise ValueError(f"{value!r}: no such day")
+    import datetime as dt
+
+    following = dt.date(year, month, day) + dt.timedelta(days=1)
+    return f"{year:04d}-{month:02d}-{day:02d}", following.isoformat()

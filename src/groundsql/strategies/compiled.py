@@ -1,0 +1,256 @@
+"""The compiled path: the model chooses, code writes the SQL.
+
+    question ─ entity linking (no model) ─┬─ a verified query that fits ─> its SQL, filled ("trusted")
+                                          ├─ a semantic request, chosen by the model under a JSON
+                                          │  schema of the pack's semantic model ─> compiled SQL
+                                          └─ neither: the grounded pipeline, with the reason
+
+Most questions analysts ask of a FLINT-like schema are a measure, aggregated, filtered by
+resolved names and a period, grouped by a label, ordered and limited. Written out token by
+token, a small model invents a column or forgets a filter on the way; choosing among the
+names of a semantic model, under a grammar that admits only those names and the values
+linking found, it cannot. One model call a question, a few dozen generated tokens, and a
+prompt whose long part (the semantic model) is computed once per database.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from groundsql.errors import DatabaseError, GroundsqlError, LLMError, UnsafeSQLError
+from groundsql.llm import ChatRequest
+from groundsql.prompts import load_prompt
+from groundsql.retrieval import Example, QueryBank
+from groundsql.semantic.catalog import Catalog
+from groundsql.semantic.compile import CompileError, compile_request
+from groundsql.semantic.render import render_catalog
+from groundsql.semantic.request import Request, request_schema
+from groundsql.semantic.verified import Mention, find_mentions, match_template
+from groundsql.strategies.answer import Answer, Trace
+from groundsql.strategies.context import Context, parse_json
+
+__all__ = ["compiled"]
+
+_MAX_TOKENS = 200  # a request is a few dozen tokens; a bound on a runaway answer
+_MAX_LABELS = 2000  # labels read from one reference table
+
+
+@dataclass(frozen=True)
+class _Semantic:
+    """What the path builds once per session."""
+
+    name: str  # the pack's
+    catalog: Catalog
+    system: str  # the semantic model as the model reads it
+    entity_dimensions: dict[str, tuple[str, ...]]  # entity table -> dimensions it names
+    examples: QueryBank  # solved questions that carry their request
+    templates: tuple[Example, ...]  # verified queries with parameters
+    template_mentions: dict[int, list[Mention]]  # where each one's parameters are in its question
+    labels: tuple[tuple[str, str], ...]  # (reference table, label): values a question names
+
+
+def compiled(question: str, ctx: Context) -> Answer:
+    from groundsql.strategies.grounded import domain_for, link_entities, not_found
+
+    trace = Trace(question, "compiled", ctx.on_step)
+    domain = domain_for(ctx, trace)
+    semantic = _semantic(ctx, domain, trace)
+    if semantic is None:
+        return _fallback(question, ctx, trace, "the domain pack has no semantic model (semantic.yaml)")
+    entities, unresolved = link_entities(ctx, domain, question, trace)
+    grounds: dict[str, Any] = {"pack": domain.pack.name, "entities": [
+        {"mention": m.mention, "table": m.table, "key": m.key, "name": m.name, "confidence": m.confidence}
+        for m in entities]}
+    if unresolved and ctx.settings.grounded.stop_on_unknown_entity:
+        grounds["path"] = "none"
+        grounds["unresolved"] = [vars(u) for u in unresolved]
+        return trace.finish(sql=None, error=not_found(unresolved), grounds=grounds)
+    found: dict[str, list[str]] = {}
+    for match in entities:
+        for dimension in semantic.entity_dimensions.get(match.table.lower(), ()):
+            names = found.setdefault(dimension, [])
+            if match.name not in names:
+                names.append(match.name)
+
+    verified = _verified(ctx, semantic, question, entities, trace, grounds)
+    if verified is not None and verified.ok:
+        return verified
+    request, why = _choose(ctx, semantic, question, found, entities, trace)
+    if request is not None:
+        answer = _run(ctx, semantic, request, trace, grounds)
+        if answer.ok:
+            return answer
+        why, grounds = answer.error or "the compiled query failed", answer.grounds
+    return _fallback(question, ctx, trace, why, grounds)
+
+
+def _semantic(ctx: Context, domain: Any, trace: Trace) -> _Semantic | None:
+    if "compiled" in ctx.resources:
+        return ctx.resources["compiled"]
+    from groundsql.semantic.load import catalog_for, check_data
+
+    pack = domain.pack
+    semantic = None
+    if pack.semantic is not None:
+        with trace.step("semantic model") as step:
+            entity_tables = tuple(e.table for e in pack.entities)
+            catalog = catalog_for(pack.semantic, ctx.schema, pack.semantic_path, entity_tables)
+            check_data(catalog, ctx.db, pack.semantic_path)
+            by_entity: dict[str, list[str]] = {}
+            for ref in catalog.of_kind("dimension"):
+                entity = ref.source.entity  # type: ignore[union-attr]
+                if entity:
+                    by_entity.setdefault(entity.lower(), []).append(ref.name)
+            system, _ = load_prompt("semantic_request").render(
+                name=pack.name, catalog=render_catalog(catalog), examples="", question="", found="")
+            bank = QueryBank([e for e in domain.bank.examples if e.request], domain.bank.embedder)
+            labels = _labels(ctx, pack)
+            templates = tuple(e for e in domain.bank.examples if e.params)
+            where = {i: _parameter_mentions(e, domain, labels) for i, e in enumerate(templates)}
+            unusable = [templates[i].question for i, found in where.items() if found is None]
+            semantic = _Semantic(pack.name, catalog, system.content, {k: tuple(v) for k, v in by_entity.items()},
+                                 bank, templates, {i: m for i, m in where.items() if m is not None}, labels)
+            step.update(verified_queries=len(templates) - len(unusable))
+            if unusable:
+                step["verified_queries_unusable"] = unusable
+            step.update(fields=len(catalog.fields), drafted=pack.semantic.drafted)
+    ctx.resources["compiled"] = semantic
+    return semantic
+
+
+def _labels(ctx: Context, pack: Any) -> tuple[tuple[str, str], ...]:
+    """The labels of the pack's reference tables: values a verified query's question names."""
+    labels = []
+    for ref in pack.references:
+        sql = f"SELECT DISTINCT {ctx.db.quote(ref.label)} FROM {ctx.db.quote(ref.table)}"
+        try:
+            rows = ctx.db.execute(sql, max_rows=_MAX_LABELS).rows
+        except GroundsqlError:
+            continue
+        labels += [(ref.table, str(v)) for (v,) in rows if isinstance(v, str) and 2 < len(v) <= 60]
+    return tuple(labels)
+
+
+def _parameter_mentions(example: Example, domain: Any, labels: tuple[tuple[str, str], ...]) -> list[Mention] | None:
+    """Where each parameter's value is named in the example's own question; None when one is
+    not (the query cannot be matched by its question)."""
+    entities = domain.entities.link(example.question)[0] if domain.entities is not None else []
+    mentions = find_mentions(example.question, entities, labels)
+    chosen: list[Mention] = []
+    for param in example.params:
+        hit = next((m for m in mentions if m.kind == param.kind and m.value == param.value and m not in chosen), None)
+        if hit is None:
+            return None
+        chosen.append(hit)
+    return chosen
+
+
+def _verified(ctx: Context, semantic: _Semantic, question: str, entities: list[Any], trace: Trace,
+              grounds: dict[str, Any]) -> Answer | None:
+    """The answer of the verified query the question fits, run with its values; None when
+    none fits (or its filled SQL fails: then the request path goes on)."""
+    if not semantic.templates or not ctx.settings.compiled.verified:
+        return None
+    with trace.step("verified query") as step:
+        mentions = find_mentions(question, entities, semantic.labels)
+        match = match_template(question, mentions, semantic.templates, semantic.template_mentions,
+                               ctx.db.dialect, ctx.settings.compiled.verified_threshold)
+        step["matched"] = match.example.question if match else None
+        if match is None:
+            return None
+        step.update(score=match.score, values=match.values)
+    example = match.example
+    record = {"question": example.question, "values": match.values, "score": match.score,
+              "verified_by": example.verified_by, "verified_at": example.verified_at,
+              "drafted": example.drafted}
+    grounds = {**grounds, "path": "verified", "trusted": not example.drafted, "verified_query": record}
+    with trace.step("validate+execute", sql=match.sql) as step:
+        try:
+            checked, result = ctx.run_sql(match.sql)
+        except (UnsafeSQLError, DatabaseError) as err:
+            step["error"] = str(err)
+            return None
+        step.update(sql=checked.sql, rows=len(result.rows), limit_added=checked.limit_added)
+    return trace.finish(sql=checked.sql, columns=result.columns, rows=result.rows, truncated=result.truncated,
+                        grounds=grounds)
+
+
+def _choose(ctx: Context, semantic: _Semantic, question: str, found: dict[str, list[str]],
+            entities: list[Any], trace: Trace) -> tuple[Request | None, str]:
+    """The model's semantic request, or None and why there is none."""
+    with trace.step("semantic request") as step:
+        schema = request_schema(semantic.catalog, found, question)
+        lines = [f'"{m.mention}" is {m.name!r} ({" or ".join(semantic.entity_dimensions.get(m.table.lower(), ()))})'
+                 for m in entities if semantic.entity_dimensions.get(m.table.lower())]
+        found_text = ("Names found in the question: " + "; ".join(lines) + "\n") if lines else ""
+        examples = semantic.examples.nearest(question, ctx.settings.compiled.k)
+        step["examples"] = [e.question for e in examples]
+        shown = "".join(f"Question: {e.question}\nRequest: {json.dumps(e.request, ensure_ascii=False)}\n\n"
+                        for e in examples)
+        system, user = load_prompt("semantic_request").render(
+            name=semantic.name, catalog="", examples=shown, question=question.strip(),
+            found=found_text)
+        request = ChatRequest(messages=(system.model_copy(update={"content": semantic.system}), user),
+                              temperature=0.0, max_tokens=_MAX_TOKENS, seed=ctx.settings.llm.seed,
+                              json_schema=schema)
+        try:
+            completion = ctx.llm.complete(request)
+        except LLMError as err:
+            step["error"] = str(err)
+            return None, f"the language model failed: {err}"
+        step["calls"].append(completion)
+        raw = parse_json(completion.text)
+        step["answer"] = raw if raw is not None else completion.text
+        if raw is None:
+            return None, "the model's answer was not a JSON request"
+        try:
+            chosen = Request.model_validate(raw)
+        except ValidationError as err:
+            first = err.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            return None, f"the model's request does not fit the schema ({where}: {first['msg']})"
+        step["request"] = chosen.to_json()
+    return chosen, ""
+
+
+def _run(ctx: Context, semantic: _Semantic, request: Request, trace: Trace, grounds: dict[str, Any]) -> Answer:
+    grounds = {**grounds, "path": "semantic", "request": request.to_json()}
+    with trace.step("compile") as step:
+        try:
+            compiled_sql = compile_request(semantic.catalog, request)
+        except CompileError as err:
+            step["error"] = str(err)
+            return trace.finish(sql=None, error=f"the request cannot be compiled: {err}", grounds=grounds)
+        step.update(sql=compiled_sql.sql, base=compiled_sql.base, notes=list(compiled_sql.notes))
+    if compiled_sql.notes:
+        grounds["assumed"] = list(compiled_sql.notes)
+    with trace.step("validate+execute", sql=compiled_sql.sql) as step:
+        try:
+            checked, result = ctx.run_sql(compiled_sql.sql)
+        except (UnsafeSQLError, DatabaseError) as err:
+            step["error"] = str(err)
+            return trace.finish(sql=compiled_sql.sql, error=f"the compiled query failed: {err}", grounds=grounds)
+        step.update(sql=checked.sql, rows=len(result.rows), limit_added=checked.limit_added)
+    return trace.finish(sql=checked.sql, columns=result.columns, rows=result.rows, truncated=result.truncated,
+                        grounds=grounds)
+
+
+def _fallback(question: str, ctx: Context, trace: Trace, why: str,
+              grounds: dict[str, Any] | None = None) -> Answer:
+    """Today's grounded pipeline, with the reason the compiled path gave way (or, with
+    compiled.fallback off, the reason alone)."""
+    from dataclasses import replace
+
+    from groundsql.strategies.grounded import grounded
+
+    if not ctx.settings.compiled.fallback:
+        return trace.finish(sql=None, error=why, grounds={**(grounds or {}), "path": "none", "fallback": why})
+    answer = grounded(question, ctx)
+    steps = (*trace.steps, *answer.steps)
+    merged = {**(grounds or {}), **answer.grounds, "path": "generated", "fallback": why}
+    return replace(answer, strategy="compiled", steps=steps, grounds=merged,
+                   elapsed_s=trace.amend(answer).elapsed_s)
