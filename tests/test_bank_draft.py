@@ -15,7 +15,8 @@ from groundsql.api import demo_database_url
 from groundsql.config import SafetyConfig
 from groundsql.db import Database
 from groundsql.packs.bank_draft import MAX_EXAMPLES, PER_TEMPLATE, TEMPLATES, draft_bank
-from groundsql.packs.draft import Draft, detect, draft_pack
+from groundsql.packs.detect import Draft, detect
+from groundsql.packs.draft import draft_pack
 from groundsql.packs.load import load_pack
 from groundsql.retrieval.bank import QueryBank
 from groundsql.safety import run_validated

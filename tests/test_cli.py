@@ -194,3 +194,16 @@ def test_no_command_shows_a_traceback_for_bad_arguments(tmp_path: Path) -> None:
     failures = [f"{args}: exit {d.returncode}\n{d.stderr}" for args, d in done
                 if d.returncode == 0 or "Traceback" in d.stderr or not (d.stderr + d.stdout).strip()]
     assert not failures, "\n\n".join(failures)
+
+
+def test_schema_command_shows_a_values_escape_sequences_instead_of_obeying_them(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "hostile.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE t (name TEXT)")
+        conn.execute("INSERT INTO t VALUES (?)", ("red\x1b[31malert\x07",))
+    done = _cli("schema", "--db", str(path))
+    assert done.returncode == 0, done.stderr
+    assert "\x1b" not in done.stdout and "\x07" not in done.stdout
+    assert "\\x1b[31malert\\x07" in done.stdout

@@ -12,16 +12,16 @@ import yaml
 from groundsql.api import demo_database_url
 from groundsql.db import Database
 from groundsql.errors import ConfigError
-from groundsql.packs.draft import (
+from groundsql.packs.detect import (
     ColumnProfile,
     Join,
     TableProfile,
     detect_entities,
     detect_references,
-    draft_pack,
     lookup_named,
     name_rank,
 )
+from groundsql.packs.draft import draft_pack
 from groundsql.packs.load import check_pack, load_pack
 from groundsql.schema.model import Column, Schema, Table
 from tests.conftest import spider_db

@@ -21,7 +21,8 @@ from groundsql.safety import run_validated
 from groundsql.semantic.catalog import Catalog
 from groundsql.semantic.compile import CompileError, compile_request
 from groundsql.semantic.load import catalog_for, check_data, load_semantic
-from groundsql.semantic.request import Request, named_currencies, named_scales, request_schema
+from groundsql.semantic.request import Request, request_schema
+from groundsql.semantic.terms import named_currencies, named_scales, terms_of
 from groundsql.strategies.grounded import demo_pack_path
 
 SEMANTIC = demo_pack_path() / "semantic.yaml"
@@ -52,55 +53,55 @@ C = {"field": "company"}
 # (request, a hand-written SQLite query that must give the same result)
 CASES: dict[str, tuple[dict[str, Any], str]] = {
     "count by a reference label": (
-        {"measures": ["company_count"], "filters": [{"field": "country", "value": "Japan"}]},
+        {"select": ["company_count"], "where": [{"field": "country", "value": "Japan"}]},
         "SELECT COUNT(*) FROM company c JOIN ref_country r ON c.country_id = r.country_id WHERE r.country_name = 'Japan'"),
     "count per label, ordered": (
-        {"measures": ["company_count"], "dimensions": ["sector"], "order_by": [{"field": "company_count", "desc": True}]},
+        {"select": ["sector", "company_count"], "order_by": [{"field": "company_count", "desc": True}]},
         "SELECT i.sector_name, COUNT(*) AS n FROM company c JOIN ref_industry i ON c.industry_id = i.industry_id "
         "GROUP BY i.sector_name ORDER BY n DESC, i.sector_name"),
     "a listing is distinct and ordered by its columns": (
-        {"dimensions": ["company"], "filters": [{"field": "industry", "value": "Semiconductors"}]},
+        {"select": ["company"], "where": [{"field": "industry", "value": "Semiconductors"}]},
         "SELECT c.company_name FROM company c JOIN ref_industry i ON c.industry_id = i.industry_id "
         "WHERE i.industry_name = 'Semiconductors' ORDER BY c.company_name"),
     "a self-join through via (the parent company)": (
-        {"dimensions": ["company"], "filters": [{"field": "parent_company", "value": "Coral Sea Financial Ltd"}]},
+        {"select": ["company"], "where": [{"field": "parent_company", "value": "Coral Sea Financial Ltd"}]},
         "SELECT s.company_name FROM company s JOIN company p ON s.parent_company_id = p.company_id "
         "WHERE p.company_name = 'Coral Sea Financial Ltd' ORDER BY s.company_name"),
     "a dimension of two columns, a named filter": (
-        {"dimensions": ["person"], "filters": [{**C, "value": "Pellston Communications Corporation"},
+        {"select": ["person"], "where": [{**C, "value": "Pellston Communications Corporation"},
                                                {"field": "title", "value": "Chief Financial Officer"},
                                                {"field": "current_role"}]},
         "SELECT p.first_name, p.last_name FROM company_professional cp JOIN person p ON cp.person_id = p.person_id "
         "JOIN company c ON cp.company_id = c.company_id WHERE c.company_name = 'Pellston Communications Corporation' "
         "AND cp.title = 'Chief Financial Officer' AND cp.end_year IS NULL"),
     "a one-to-many role as a filter is EXISTS (no double count)": (
-        {"measures": ["deal_count"], "filters": [{"field": "financial_advisor", "value": "Carrington Stone Group, Inc."}]},
+        {"select": ["deal_count"], "where": [{"field": "financial_advisor", "value": "Carrington Stone Group, Inc."}]},
         "SELECT COUNT(DISTINCT tp.transaction_id) FROM transaction_participant tp JOIN company c ON tp.company_id = c.company_id "
         "WHERE c.company_name = 'Carrington Stone Group, Inc.' AND tp.role_id = 4"),
     "a role dimension beside a one-to-many role filter": (
-        {"dimensions": ["target", "announced_date"], "filters": [{"field": "buyer", "value": "Serra Azul Networks S.A."}]},
+        {"select": ["target", "announced_date"], "where": [{"field": "buyer", "value": "Serra Azul Networks S.A."}]},
         "SELECT tc.company_name, t.announced_date FROM ma_transaction t "
         "JOIN transaction_participant tg ON tg.transaction_id = t.transaction_id AND tg.role_id = 1 "
         "JOIN company tc ON tg.company_id = tc.company_id WHERE EXISTS (SELECT 1 FROM transaction_participant b "
         "JOIN company bc ON b.company_id = bc.company_id WHERE b.transaction_id = t.transaction_id AND b.role_id = 2 "
         "AND bc.company_name = 'Serra Azul Networks S.A.') ORDER BY t.announced_date, tc.company_name"),
     "a measure's default filter (annual), scaled": (
-        {"measures": ["net_income"], "filters": [{**C, "value": "Hikari Telecom K.K."}, {"field": "fiscal_year", "value": 2023}],
+        {"select": ["net_income"], "where": [{**C, "value": "Hikari Telecom K.K."}, {"field": "fiscal_year", "value": 2023}],
          "scale": "billions"},
         "SELECT fd.data_value * u.multiplier / 1e9 FROM financial_data fd JOIN financial_period fp "
         "ON fd.financial_period_id = fp.financial_period_id JOIN company c ON fp.company_id = c.company_id "
         "JOIN ref_unit u ON fd.unit_id = u.unit_id WHERE c.company_name = 'Hikari Telecom K.K.' "
         "AND fp.period_type_id = 1 AND fp.fiscal_year = 2023 AND fd.data_item_id = 15"),
     "the default set aside by grouping by quarter": (
-        {"measures": ["revenue"], "dimensions": ["fiscal_quarter"],
-         "filters": [{**C, "value": "Pellston Communications Corporation"}, {"field": "fiscal_year", "value": 2022}]},
+        {"select": ["fiscal_quarter", "revenue"],
+         "where": [{**C, "value": "Pellston Communications Corporation"}, {"field": "fiscal_year", "value": 2022}]},
         "SELECT fp.fiscal_quarter, fd.data_value * u.multiplier FROM financial_data fd JOIN financial_period fp "
         "ON fd.financial_period_id = fp.financial_period_id JOIN company c ON fp.company_id = c.company_id "
         "JOIN ref_unit u ON fd.unit_id = u.unit_id WHERE c.company_name = 'Pellston Communications Corporation' "
         "AND fp.period_type_id = 2 AND fp.fiscal_year = 2022 AND fd.data_item_id = 28 ORDER BY fp.fiscal_quarter"),
     "conversion at the period-end rate into another currency": (
-        {"measures": ["revenue"], "dimensions": ["fiscal_quarter"],
-         "filters": [{**C, "value": "Brackenridge Chemicals Holdings, Inc."}, {"field": "period_type", "value": "Quarterly"},
+        {"select": ["fiscal_quarter", "revenue"],
+         "where": [{**C, "value": "Brackenridge Chemicals Holdings, Inc."}, {"field": "period_type", "value": "Quarterly"},
                      {"field": "fiscal_year", "value": 2023}], "currency": "EUR", "scale": "millions"},
         "SELECT fp.fiscal_quarter, fd.data_value * u.multiplier * er.rate_to_usd / eur.rate_to_usd / 1e6 "
         "FROM financial_data fd JOIN financial_period fp ON fd.financial_period_id = fp.financial_period_id "
@@ -111,45 +112,45 @@ CASES: dict[str, tuple[dict[str, Any], str]] = {
         "WHERE c.company_name = 'Brackenridge Chemicals Holdings, Inc.' AND fp.period_type_id = 2 "
         "AND fp.fiscal_year = 2023 AND fd.data_item_id = 28 ORDER BY fp.fiscal_quarter"),
     "an amount already in the currency asked is not converted (no rate needed)": (
-        {"measures": ["total_debt"], "filters": [{**C, "value": "Rheinwerk Properties SE"}, {"field": "fiscal_year", "value": 2021}],
+        {"select": ["total_debt"], "where": [{**C, "value": "Rheinwerk Properties SE"}, {"field": "fiscal_year", "value": 2021}],
          "currency": "EUR", "scale": "millions"},
         "SELECT fd.data_value * u.multiplier / 1e6 FROM financial_data fd JOIN financial_period fp "
         "ON fd.financial_period_id = fp.financial_period_id JOIN company c ON fp.company_id = c.company_id "
         "JOIN ref_unit u ON fd.unit_id = u.unit_id WHERE c.company_name = 'Rheinwerk Properties SE' "
         "AND fp.period_type_id = 1 AND fp.fiscal_year = 2021 AND fd.data_item_id = 4173"),
     "a total with an amount that has no rate is NULL, never a partial sum": (
-        {"measures": ["revenue"], "filters": [{"field": "fiscal_year", "value": 2021}], "currency": "USD"},
+        {"select": ["revenue"], "where": [{"field": "fiscal_year", "value": 2021}], "currency": "USD"},
         "SELECT NULL"),
     "a derived measure of two conditional aggregates, top-N": (
-        {"measures": ["net_margin"], "dimensions": ["company"], "filters": [{"field": "fiscal_year", "value": 2022}],
+        {"select": ["company", "net_margin"], "where": [{"field": "fiscal_year", "value": 2022}],
          "order_by": [{"field": "net_margin", "desc": True}], "limit": 3},
         "SELECT c.company_name, n.data_value * 100.0 / r.data_value AS m FROM financial_period fp "
         "JOIN company c ON fp.company_id = c.company_id JOIN financial_data n ON n.financial_period_id = fp.financial_period_id "
         "AND n.data_item_id = 15 JOIN financial_data r ON r.financial_period_id = fp.financial_period_id "
         "AND r.data_item_id = 28 WHERE fp.period_type_id = 1 AND fp.fiscal_year = 2022 ORDER BY m DESC LIMIT 3"),
     "a measure compared (HAVING) without being shown": (
-        {"dimensions": ["company"], "filters": [{"field": "fiscal_year", "value": 2023},
+        {"select": ["company"], "where": [{"field": "fiscal_year", "value": 2023},
                                                {"field": "net_income", "op": "<", "value": 0}]},
         "SELECT c.company_name FROM financial_data fd JOIN financial_period fp ON fd.financial_period_id = "
         "fp.financial_period_id JOIN company c ON fp.company_id = c.company_id WHERE fp.period_type_id = 1 "
         "AND fp.fiscal_year = 2023 AND fd.data_item_id = 15 AND fd.data_value < 0 ORDER BY c.company_name"),
     "an aggregated fact over a month": (
-        {"measures": ["avg_volume"], "filters": [{"field": "ticker", "value": "WEXF"}, {"field": "price_date", "value": "2023-03"}]},
+        {"select": ["avg_volume"], "where": [{"field": "ticker", "value": "WEXF"}, {"field": "price_date", "value": "2023-03"}]},
         "SELECT AVG(pd.volume) FROM price_daily pd JOIN trading_item ti ON pd.trading_item_id = ti.trading_item_id "
         "WHERE ti.ticker_symbol = 'WEXF' AND pd.price_date BETWEEN '2023-03-01' AND '2023-03-31'"),
     "a fact compared, a quarter of dates": (
-        {"measures": ["trading_days"], "filters": [{"field": "ticker", "value": "5516"},
+        {"select": ["trading_days"], "where": [{"field": "ticker", "value": "5516"},
                                                    {"field": "close_price", "op": ">", "value": 600},
                                                    {"field": "price_date", "value": "2023-Q2"}]},
         "SELECT COUNT(*) FROM price_daily pd JOIN trading_item ti ON pd.trading_item_id = ti.trading_item_id "
         "WHERE ti.ticker_symbol = '5516' AND pd.close_price > 600 AND pd.price_date BETWEEN '2023-04-01' AND '2023-06-30'"),
     "a year grain": (
-        {"measures": ["deal_count"], "dimensions": ["announced_year"], "filters": [{"field": "deal_type", "value": "Leveraged Buyout"}]},
+        {"select": ["announced_year", "deal_count"], "where": [{"field": "deal_type", "value": "Leveraged Buyout"}]},
         "SELECT CAST(strftime('%Y', t.announced_date) AS INTEGER) AS y, COUNT(*) FROM ma_transaction t "
         "JOIN ref_transaction_type tt ON t.transaction_type_id = tt.transaction_type_id "
         "WHERE tt.transaction_type_name = 'Leveraged Buyout' GROUP BY y ORDER BY y"),
     "rows through a bridge of reporting currency (DISTINCT companies)": (
-        {"dimensions": ["company"], "filters": [{"field": "reporting_currency", "value": "AUD"}]},
+        {"select": ["company"], "where": [{"field": "reporting_currency", "value": "AUD"}]},
         "SELECT DISTINCT c.company_name FROM financial_data fd JOIN financial_period fp ON fd.financial_period_id = "
         "fp.financial_period_id JOIN company c ON fp.company_id = c.company_id JOIN ref_currency cur "
         "ON fd.currency_id = cur.currency_id WHERE cur.iso_code = 'AUD' ORDER BY c.company_name"),
@@ -167,20 +168,20 @@ def test_compiled_request_gives_what_the_hand_written_query_gives(demo, catalog,
 
 def test_a_dimension_filtered_to_one_value_is_not_a_column(catalog) -> None:
     compiled = compile_request(catalog, Request.model_validate({
-        "measures": ["net_income"], "dimensions": ["company", "fiscal_year"],
-        "filters": [{**C, "value": "Hikari Telecom K.K."}, {"field": "fiscal_year", "value": 2023}]}))
+        "select": ["company", "fiscal_year", "net_income"],
+        "where": [{**C, "value": "Hikari Telecom K.K."}, {"field": "fiscal_year", "value": 2023}]}))
     assert "GROUP BY" not in compiled.sql
     assert any("filtered to one value" in note for note in compiled.notes)
 
 
 @pytest.mark.parametrize("request_, message", [
-    ({"measures": ["company_count"], "dimensions": ["ticker"]}, "one-to-many"),  # the fan-out trap
-    ({"measures": ["revenue", "deal_count"]}, "different tables"),
-    ({"measures": ["deal_count"], "filters": [{**C, "value": "Hikari Telecom K.K."}]}, "cannot be reached"),  # a chasm
-    ({"measures": ["nope"]}, "no measure named"),
-    ({"dimensions": ["person"], "filters": [{"field": "person", "value": "Ann Lee"}]}, "2 columns"),
-    ({"measures": ["deal_count"], "filters": [{"field": "announced_date", "value": "2023-13"}]}, "no month 13"),
-    ({}, "no measure and no dimension"),
+    ({"select": ["ticker", "company_count"]}, "one-to-many"),  # the fan-out trap
+    ({"select": ["revenue", "deal_count"]}, "different tables"),
+    ({"select": ["deal_count"], "where": [{**C, "value": "Hikari Telecom K.K."}]}, "cannot be reached"),  # a chasm
+    ({"select": ["nope"]}, "no field to select named"),
+    ({"select": ["person"], "where": [{"field": "person", "value": "Ann Lee"}]}, "2 columns"),
+    ({"select": ["deal_count"], "where": [{"field": "announced_date", "value": "2023-13"}]}, "no month 13"),
+    ({}, "selects nothing"),
 ])
 def test_requests_the_model_cannot_have_are_refused_with_a_reason(catalog, request_, message) -> None:
     with pytest.raises(CompileError, match=message):
@@ -268,15 +269,20 @@ def test_a_malformed_file_is_reported_by_line(tmp_path) -> None:
 # -- the JSON schema a model's request must satisfy --------------------------------------------------
 
 def test_the_schema_admits_only_the_models_names_and_found_values(catalog) -> None:
-    schema = request_schema(catalog, {"company": ["Hikari Telecom K.K."]}, "Hikari's revenue in billions of yen")
+    question = "Hikari's revenue in billions of yen in fiscal 2023, in Japan"
+    schema = request_schema(catalog, terms_of(question, catalog, {"company": ["Hikari Telecom K.K."]}))
     props = schema["properties"]
-    assert "revenue" in props["measures"]["items"]["enum"] and "company" in props["dimensions"]["items"]["enum"]
-    filters = {f["properties"]["field"]["const"]: f for f in props["filters"]["items"]["anyOf"]}
+    assert "revenue" in props["select"]["items"]["enum"]
+    assert "company" not in props["select"]["items"]["enum"]  # the question asks to see no company
+    assert "order_by" not in props and "limit" not in props  # nor to rank
+    filters = {f["properties"]["field"]["const"]: f for f in props["where"]["items"]["anyOf"]}
     assert filters["company"]["properties"]["value"]["anyOf"][0] == {"enum": ["Hikari Telecom K.K."]}
     assert "buyer" not in filters  # an entity dimension nothing in the question names
-    assert "Japan" in filters["country"]["properties"]["value"]["anyOf"][0]["enum"]
+    assert filters["country"]["properties"]["value"]["anyOf"][0]["enum"] == ["Japan"]  # only what it names
+    assert filters["fiscal_year"]["properties"]["value"]["anyOf"][0] == {"enum": [2023]}
+    assert "industry" not in filters  # it names no industry
     assert props["scale"] == {"enum": ["billions"]} and props["currency"] == {"enum": ["JPY"]}
-    bare = request_schema(catalog, {}, "How many companies are there?")["properties"]
+    bare = request_schema(catalog, terms_of("How many companies are there?", catalog))["properties"]
     assert "scale" not in bare and "currency" not in bare
 
 
@@ -286,6 +292,19 @@ def test_the_schema_admits_only_the_models_names_and_found_values(catalog) -> No
 ])
 def test_currencies_a_question_names(catalog, question, codes) -> None:
     assert sorted(named_currencies(question, catalog)) == sorted(codes)
+
+
+@pytest.mark.parametrize("question, dimensions", [
+    ("Count the companies in every sector.", {"company", "sector"}),
+    ("List the Singapore-based companies with their headcounts, largest first.", {"company", "employees"}),
+    ("How many securities are there of each security type?", {"security_type"}),
+    ("In which deals was Harrow Peak Capital LLC a buyer, and what were their types and statuses?",
+     {"buyer", "deal_type", "deal_status"}),
+    ("What was Hikari Telecom K.K.'s net income for fiscal 2023?", {"fiscal_year"}),
+])
+def test_a_request_shows_only_dimensions_the_question_speaks_of(catalog, question, dimensions) -> None:
+    allowed = set(request_schema(catalog, terms_of(question, catalog))["properties"]["select"]["items"]["enum"])
+    assert dimensions <= allowed and "company_type" not in allowed and "reporting_currency" not in allowed
 
 
 def test_scales_a_question_names() -> None:

@@ -142,7 +142,7 @@ def test_reflection_does_not_run_a_failed_query_again(concert_singer: Path) -> N
 # -- auto: the strategy the measurements favour ------------------------------------------------
 
 
-def test_auto_grounds_a_database_with_a_pack_and_searches_one_without(monkeypatch) -> None:
+def test_auto_compiles_where_a_pack_has_a_semantic_model_and_searches_without_a_pack(monkeypatch, tmp_path) -> None:
     from groundsql.api import demo_database_url
     from groundsql.db import Database
     from groundsql.strategies import Answer, Context
@@ -151,6 +151,15 @@ def test_auto_grounds_a_database_with_a_pack_and_searches_one_without(monkeypatc
 
     with Database(demo_database_url()) as demo, Database(f"sqlite:///{spider_db('concert_singer')}") as singers:
         chosen = auto_module.choose(Context(db=demo, llm=Scripted(), settings=Settings()))
+        assert chosen[0] == "compiled" and "domain pack (findemo) has a semantic model" in chosen[1]
+        import shutil
+
+        from groundsql.strategies.grounded import demo_pack_path
+
+        shutil.copytree(demo_pack_path(), tmp_path / "pack")
+        (tmp_path / "pack" / "semantic.yaml").unlink()
+        without = Settings.model_validate({"grounded": {"pack": str(tmp_path / "pack")}})
+        chosen = auto_module.choose(Context(db=demo, llm=Scripted(), settings=without))
         assert chosen[0] == "grounded" and "domain pack (findemo)" in chosen[1]
         assert auto_module.choose(Context(db=singers, llm=Scripted(), settings=Settings()))[0] == "search"
         fast = Settings.model_validate({"auto": {"budget": "fast"}})

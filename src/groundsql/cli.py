@@ -170,6 +170,22 @@ def _print_grounds(grounds: dict, console: Console = out) -> None:
     if not grounds:
         return
     lines = ["Grounds:"]
+    path = grounds.get("path")
+    if path == "verified":
+        v = grounds.get("verified_query", {})
+        values = ", ".join(f"{k} = {val}" for k, val in v.get("values", {}).items())
+        who = f"verified by {v['verified_by']}" + (f" on {v['verified_at']}" if v.get("verified_at") else "") \
+            if v.get("verified_by") else "drafted, not yet verified"
+        lines.append(f"  {'trusted: ' if grounds.get('trusted') else ''}the verified query {v.get('question')!r}"
+                     f"{' with ' + values if values else ''} ({who})")
+    elif path == "semantic":
+        lines.append(f"  compiled from the semantic request {json.dumps(grounds.get('request', {}))}")
+    elif path == "generated":
+        lines.append(f"  SQL written by the model ({grounds.get('fallback', 'no compiled path')})")
+    for note in grounds.get("assumed", []):
+        lines.append(f"  assumed: {note}")
+    for e in grounds.get("entities", []):
+        lines.append(f"  {e['mention']!r} -> {e['table']} {e['key']} ({e['name']!r})")
     for c in grounds.get("constraints", []):
         origin = f"{c['table']} row {c['label']!r}" + (
             f", {c['confidence']:.0%} name match" if c["source"] == "entity" else ", lookup agent")
@@ -212,7 +228,10 @@ def schema(
     from groundsql.schema import render_schema
 
     with connect(db, settings=_settings(allow_privileged_role=allow_privileged_role)) as session:
-        print(render_schema(session.schema, fmt, with_examples=examples))
+        # Sample values are the database's: shown, never obeyed (an escape sequence in a value
+        # would colour or move the terminal). Newlines are the rendering's own.
+        for line in render_schema(session.schema, fmt, with_examples=examples).split("\n"):
+            print(visible(line))
 
 
 @app.command()
@@ -257,6 +276,8 @@ def init(
         f"  {_count_of(len(summary.entities), 'entity table')}: {_names(summary.entities)}",
         f"  {_count_of(summary.joins, 'join')}{inferred}",
         f"  {_count_of(summary.drafted, 'drafted example')} in bank.jsonl, to review (marked \"drafted\": true)",
+        *([f"  a semantic model in semantic.yaml (measures, dimensions, relationships), to review"]
+          if summary.semantic else []),
         *(f"  kept {path} as it was" for path in summary.kept),
         "Next steps:",
         f"  1. Read and correct {summary.folder / 'pack.yaml'} and schema.yaml: every entry is a guess.",

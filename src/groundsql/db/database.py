@@ -33,11 +33,12 @@ from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
 from groundsql.config import DatabaseConfig
 from groundsql.db.engines import engine_for
+from groundsql.db.introspect import Catalog, read_catalog
+from groundsql.db.introspect import introspect as read_schema
 from groundsql.deadline import bounded
 from groundsql.errors import ConfigError, DatabaseError, QueryTimeoutError
 
 if TYPE_CHECKING:
-    from groundsql.db.introspect import Catalog
     from groundsql.schema.model import Schema
 
 log = logging.getLogger("groundsql")
@@ -242,17 +243,13 @@ class Database:
     def introspect(self, *, refresh: bool = False) -> "Schema":
         """Tables, columns, keys, row counts and sample values (cached per instance)."""
         if self._schema is None or refresh:
-            from groundsql.db.introspect import introspect
-
-            self._schema = introspect(self)
+            self._schema = read_schema(self)
         return self._schema
 
-    def catalog(self) -> "Catalog":
+    def catalog(self) -> Catalog:
         """The names the validator checks queries against: tables and views with their
         columns, and the functions the database defines itself (cached per instance)."""
         if self._catalog is None:
-            from groundsql.db.introspect import read_catalog
-
             self._catalog = read_catalog(self, self._engine_kind.user_functions_sql)
         return self._catalog
 

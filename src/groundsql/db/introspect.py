@@ -1,9 +1,14 @@
-"""Read a database's schema: tables, columns, keys, row counts and a few example values."""
+"""Read a database's schema: tables, columns, keys, row counts and a few example values.
+
+It reads through `Introspectable`, the little of a database it needs, so that database.py
+imports this module and not the other way round.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import sqlalchemy as sa
 from sqlalchemy.exc import SQLAlchemyError
@@ -12,10 +17,40 @@ from groundsql.errors import DatabaseError, GroundsqlError
 from groundsql.schema.model import Column, ForeignKey, Schema, Table
 
 if TYPE_CHECKING:
-    from groundsql.db.database import Database
+    from sqlalchemy.engine import URL, Engine
+
+    from groundsql.config import DatabaseConfig
 
 _EXAMPLE_SAMPLE_ROWS = 10_000
 _MAX_EXAMPLE_CHARS = 60  # long texts would crowd the prompt without telling the model more
+
+
+class _Rows(Protocol):
+    @property
+    def rows(self) -> Sequence[Sequence[Any]]: ...
+
+
+class Introspectable(Protocol):
+    """What introspection uses of a database (db/database.py's `Database` is one)."""
+
+    @property
+    def backend(self) -> str: ...  # SQLAlchemy's backend name: "sqlite", "duckdb", ...
+
+    @property
+    def dialect(self) -> str: ...  # sqlglot's dialect name
+
+    @property
+    def url(self) -> URL: ...
+
+    @property
+    def config(self) -> DatabaseConfig: ...  # sample_values: how many examples per column
+
+    @property
+    def engine(self) -> Engine: ...  # for SQLAlchemy's reflection (not DuckDB's)
+
+    def execute(self, sql: str, *, max_rows: int | None = None) -> _Rows: ...
+
+    def quote(self, identifier: str) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -26,7 +61,7 @@ class Catalog:
     user_functions: frozenset[str]  # lower-case names of functions the database defines
 
 
-def read_catalog(db: "Database", user_functions_sql: str | None) -> Catalog:
+def read_catalog(db: Introspectable, user_functions_sql: str | None) -> Catalog:
     try:
         if db.backend == "duckdb":
             rows = db.execute(
@@ -59,7 +94,7 @@ class _CatalogTable:
     foreign_keys: tuple[ForeignKey, ...]
 
 
-def introspect(db: "Database") -> Schema:
+def introspect(db: Introspectable) -> Schema:
     try:
         catalog = _duckdb_catalog(db) if db.backend == "duckdb" else _sqlalchemy_catalog(db)
     except (SQLAlchemyError, GroundsqlError) as err:
@@ -68,12 +103,12 @@ def introspect(db: "Database") -> Schema:
     return Schema(dialect=db.dialect, tables=tables, name=_schema_name(db))
 
 
-def _schema_name(db: "Database") -> str:
+def _schema_name(db: Introspectable) -> str:
     database = db.url.database or ""
     return database.rsplit("/", 1)[-1].rsplit(".", 1)[0]
 
 
-def _sqlalchemy_catalog(db: "Database") -> list[_CatalogTable]:
+def _sqlalchemy_catalog(db: Introspectable) -> list[_CatalogTable]:
     inspector = sa.inspect(db.engine)
     catalog = []
     for name in inspector.get_table_names():
@@ -95,7 +130,7 @@ def _sqlalchemy_catalog(db: "Database") -> list[_CatalogTable]:
     return catalog
 
 
-def _duckdb_catalog(db: "Database") -> list[_CatalogTable]:
+def _duckdb_catalog(db: Introspectable) -> list[_CatalogTable]:
     # SQLAlchemy's reflection (through duckdb-engine) cannot read DuckDB's keys,
     # so DuckDB's own catalog functions are read instead.
     where = "WHERE NOT internal AND schema_name = current_schema()"
@@ -123,7 +158,7 @@ def _duckdb_catalog(db: "Database") -> list[_CatalogTable]:
     ]
 
 
-def _table(db: "Database", entry: _CatalogTable) -> Table:
+def _table(db: Introspectable, entry: _CatalogTable) -> Table:
     row_count = _scalar(db, f"SELECT COUNT(*) FROM {db.quote(entry.name)}")
     columns = tuple(
         Column(
@@ -146,7 +181,7 @@ def _type_name(sa_type: Any) -> str:
         return type(sa_type).__name__.upper()
 
 
-def _scalar(db: "Database", sql: str) -> int | None:
+def _scalar(db: Introspectable, sql: str) -> int | None:
     try:
         result = db.execute(sql, max_rows=1)
     except GroundsqlError:
@@ -154,7 +189,7 @@ def _scalar(db: "Database", sql: str) -> int | None:
     return int(result.rows[0][0]) if result.rows else None
 
 
-def _examples(db: "Database", table: str, column: str) -> tuple[object, ...]:
+def _examples(db: Introspectable, table: str, column: str) -> tuple[object, ...]:
     k = db.config.sample_values
     if k == 0:
         return ()

@@ -30,10 +30,12 @@ from typing import Any, Callable, Iterator, Sequence
 from groundsql.config import SafetyConfig
 from groundsql.db import Database
 from groundsql.errors import GroundsqlError
-from groundsql.packs.draft import _LOOKUP_FIRST, Draft, Join, _key_like, _plural, _singular, _words, name_rank
+from groundsql.packs.detect import (_LOOKUP_FIRST, Draft, Join, _plural, _singular, _words,
+                                    measures, name_rank, periods)
 from groundsql.packs.model import EntityTable, ReferenceTable
 from groundsql.safety import validate_sql
 from groundsql.schema.model import Column, Table
+from groundsql.semantic.verified import Param, infer_params
 from groundsql.testsuite.suite import informative
 
 MAX_EXAMPLES = 20
@@ -44,8 +46,6 @@ SAMPLE_ROWS = 50  # values read to choose one from
 SEED = 27
 TOP_N = 3
 
-_NUMERIC = ("INT", "REAL", "FLOAT", "DOUBLE", "NUMERIC", "DECIMAL", "NUMBER", "MONEY")
-_PERIOD_WORDS = {"year", "date", "quarter", "month", "day", "week", "time", "timestamp"}
 _TOTAL_WORDS = {"amount", "value", "volume", "revenue", "sales", "quantity", "count", "total",
                 "employees", "capacity", "population", "cost"}
 
@@ -56,10 +56,14 @@ class DraftedExample:
     question: str
     reasoning: str
     sql: str
+    params: tuple[Param, ...] = ()  # the values it may be reused with (semantic/verified.py)
 
     def to_json(self) -> dict[str, Any]:
-        return {"question": self.question, "reasoning": self.reasoning, "sql": self.sql,
-                "drafted": True, "template": self.template}
+        drafted: dict[str, Any] = {"question": self.question, "reasoning": self.reasoning, "sql": self.sql,
+                                   "drafted": True, "template": self.template}
+        if self.params:
+            drafted["params"] = [{"name": p.name, "kind": p.kind, "value": p.value} for p in self.params]
+        return drafted
 
 
 class _Context:
@@ -99,7 +103,9 @@ class _Context:
             return None
         if varied is not None and len({row[varied] for row in rows}) < 2:
             return None
-        return DraftedExample(template, question, reasoning, sql)
+        labels = frozenset(r.label.lower() for r in self.draft.references)
+        return DraftedExample(template, question, reasoning, sql,
+                              infer_params(question, sql, self.db.dialect, labels))
 
 
 # -- names -------------------------------------------------------------------------------
@@ -146,41 +152,6 @@ def entity_names(entity: EntityTable) -> tuple[str, ...]:
 
 
 # -- what the structure offers -----------------------------------------------------------
-
-
-def _sources(draft: Draft) -> set[tuple[str, str]]:
-    return {(j.child.lower(), j.child_column.lower()) for j in draft.joins}
-
-
-def measures(draft: Draft, table: Table) -> list[Column]:
-    """Numeric columns that measure something: not keys, joins, flags, periods or codes."""
-    sources = _sources(draft)
-    profile = draft.profiles.get(table.name.lower())
-    found = []
-    for column in table.columns:
-        kind = column.type.upper()
-        parts = set(_words(column.name))
-        if (column.primary_key or "BOOL" in kind or not any(w in kind for w in _NUMERIC)
-                or (table.name.lower(), column.name.lower()) in sources or _key_like(column.name)
-                or parts & _PERIOD_WORDS or _words(column.name)[:1] in (["is"], ["has"])):
-            continue
-        stats = profile.column(column.name) if profile is not None else None
-        if stats is not None and stats.distinct < 3:
-            continue
-        found.append(column)
-    return found
-
-
-def periods(table: Table) -> list[tuple[Column, bool]]:
-    """(column, is_date) for the year and date columns of a table."""
-    found = []
-    for column in table.columns:
-        kind, parts = column.type.upper(), _words(column.name)
-        if "DATE" in kind or "TIMESTAMP" in kind or (parts and parts[-1] == "date"):
-            found.append((column, True))
-        elif "year" in parts and not column.primary_key:
-            found.append((column, False))
-    return found
 
 
 def _reference_joins(ctx: _Context) -> list[tuple[Join, ReferenceTable]]:

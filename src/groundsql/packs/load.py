@@ -16,6 +16,8 @@ from groundsql.packs.model import DomainPack, PackFile, SchemaDocs
 from groundsql.retrieval.bank import QueryBank
 from groundsql.schema.model import Schema
 from groundsql.semantic.load import SEMANTIC_FILE, load_semantic
+
+__all__ = ["BANK_FILE", "PACK_FILE", "SCHEMA_FILE", "SEMANTIC_FILE", "check_pack", "load_pack"]
 from groundsql.yamlfile import Where, line_of, read_model, read_yaml
 
 PACK_FILE, SCHEMA_FILE, BANK_FILE = "pack.yaml", "schema.yaml", "bank.jsonl"

@@ -22,8 +22,7 @@ from sqlglot.errors import SqlglotError
 
 from groundsql.errors import ConfigError
 from groundsql.schema.model import Schema
-from groundsql.semantic.model import (Dimension, Fact, LogicalTable, Measure, NamedFilter, Relationship,
-                                      SemanticModel, TimeDimension)
+from groundsql.semantic.model import (Dimension, Fact, LogicalTable, Measure, NamedFilter, SemanticModel, TimeDimension)
 from groundsql.yamlfile import Where
 
 __all__ = ["Catalog", "FieldRef", "SemanticError", "build_catalog"]
@@ -70,7 +69,7 @@ class Catalog:
     fields: dict[str, FieldRef] = field(default_factory=dict)
     # Filled by the loader from the data: the values of small dimensions, and the key of each
     # currency code of the conversion.
-    values: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    values: dict[str, tuple[object, ...]] = field(default_factory=dict)
     currency_keys: dict[str, object] = field(default_factory=dict)
 
     def field(self, name: str) -> FieldRef | None:

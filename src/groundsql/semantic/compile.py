@@ -29,14 +29,14 @@ from __future__ import annotations
 
 import calendar
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterable
 
 from sqlglot import exp
 
 from groundsql.errors import GroundsqlError
 from groundsql.semantic.catalog import Catalog, FieldRef
-from groundsql.semantic.model import SCALES, LogicalTable, Measure, Relationship
+from groundsql.semantic.model import SCALES, Measure, Relationship
 from groundsql.semantic.request import Filter, Request
 
 __all__ = ["CompileError", "Compiled", "compile_request"]
@@ -94,12 +94,14 @@ class _Compiler:
 
     def compile(self) -> Compiled:
         req = self.request
-        measures = [self._ref(name, ("measure", "derived", "aggregate"), "measure") for name in _unique(req.measures)]
-        dims = [self._ref(name, ("dimension", "time", "fact"), "dimension") for name in _unique(req.dimensions)]
-        filters = [(f, self._ref(f.field, None, "filter")) for f in req.filters]
+        chosen = [self._ref(name, ("measure", "derived", "aggregate", "dimension", "time", "fact"), "field to select")
+                  for name in _unique(req.select)]
+        measures = [ref for ref in chosen if ref.kind in ("measure", "derived", "aggregate")]
+        dims = [ref for ref in chosen if ref.kind in ("dimension", "time", "fact")]
+        filters = [(f, self._ref(f.field, None, "filter")) for f in req.where]
         filters = self._without_repeats(filters)
         if not measures and not dims:
-            raise CompileError("the request names no measure and no dimension")
+            raise CompileError("the request selects nothing")
         filters = self._defaults(measures, dims, filters)
         # A dimension filtered to one value is the same on every row: it answers nothing; next
         # to a measure, one filtered to a year or a month would only split the measure by day.

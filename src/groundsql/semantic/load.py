@@ -117,7 +117,9 @@ def _small_values(db: Database, catalog: Catalog, table: str, via: tuple[str, ..
     values = [row[0] for row in result.rows]
     if len(values) > SMALL_DIMENSION or result.truncated:
         return None
+    if values and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return tuple(sorted(values))  # a few whole numbers (a quarter): listed as numbers
     texts = [str(v) for v in values if isinstance(v, str) and 0 < len(v) <= _LONGEST_VALUE]
     if len(texts) != len(values):
-        return None  # numbers and long texts are compared, not listed
+        return None  # other numbers and long texts are compared, not listed
     return tuple(sorted(texts, key=str.lower))

@@ -66,6 +66,9 @@ class Dimension(_Field):
     entity: str | None = None
     # Values shown to the model; a small dimension's values are all read from the data.
     sample_values: tuple[str, ...] = ()
+    # What questions call a value besides its own words: Switzerland: [Swiss], Chief
+    # Executive Officer: [CEO].
+    value_synonyms: dict[str, tuple[str, ...]] = Field(default_factory=dict)
 
     @field_validator("expr", "via", "sample_values", mode="before")
     @classmethod

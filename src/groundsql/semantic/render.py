@@ -26,7 +26,7 @@ def render_catalog(catalog: Catalog) -> str:
     for ref in catalog.of_kind("dimension"):
         values = catalog.values.get(ref.name)
         if values:
-            shown = ", ".join(values[:_VALUES_SHOWN]) + (", ..." if len(values) > _VALUES_SHOWN else "")
+            shown = ", ".join(map(str, values[:_VALUES_SHOWN])) + (", ..." if len(values) > _VALUES_SHOWN else "")
             lines.append(f"- {ref.name}{_about(ref)}: {shown}")
         elif ref.source.entity:  # type: ignore[union-attr]
             lines.append(f"- {ref.name}{_about(ref)} (a name found in the question)")

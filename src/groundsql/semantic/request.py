@@ -1,10 +1,14 @@
 """A semantic request: what a question asks for, in the semantic model's own names.
 
-    {"measures": ["revenue"], "dimensions": ["fiscal_quarter"],
-     "filters": [{"field": "company", "value": "Helios Energy AG"},
-                 {"field": "period_type", "value": "Quarterly"},
-                 {"field": "fiscal_year", "value": 2022}],
+    {"select": ["fiscal_quarter", "revenue"],
+     "where": [{"field": "company", "value": "Helios Energy AG"},
+               {"field": "period_type", "value": "Quarterly"},
+               {"field": "fiscal_year", "value": 2022}],
      "currency": "EUR", "scale": "millions", "order_by": [{"field": "fiscal_quarter"}]}
+
+The keys are SQL's (a code model knows SELECT, WHERE, ORDER BY and LIMIT); the names are the
+semantic model's: measures and dimensions side by side in `select`, as in a SELECT with a
+GROUP BY, which the compiler writes.
 
 The model fills it under a JSON schema built from the catalog (`request_schema`): every
 measure, dimension and filter name is an enum of what the model holds, a small dimension's
@@ -15,18 +19,17 @@ question, so the model cannot name a field or a value that does not exist. The c
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from groundsql.semantic.catalog import Catalog
+from groundsql.semantic.catalog import Catalog, FieldRef
 from groundsql.semantic.model import SCALES
+from groundsql.semantic.terms import Terms
 
 Scalar = str | int | float
 OPERATORS = ("=", "!=", "<", "<=", ">", ">=", "in", "not in", "between", "is null", "is not null")
-MAX_FIELDS = 4
+MAX_FIELDS = 5
 MAX_FILTERS = 6
 MAX_VALUES = 5
 
@@ -48,9 +51,10 @@ class Order(_Strict):
 
 
 class Request(_Strict):
-    measures: tuple[str, ...] = ()
-    dimensions: tuple[str, ...] = ()
-    filters: tuple[Filter, ...] = ()
+    # Measures and dimensions (and stored numbers) to show; next to a measure, the others
+    # group it, as in SQL.
+    select: tuple[str, ...] = ()
+    where: tuple[Filter, ...] = ()
     currency: str | None = None  # convert amounts into this currency (its code)
     scale: Literal["thousands", "millions", "billions", "trillions"] | None = None
     order_by: tuple[Order, ...] = ()
@@ -64,102 +68,72 @@ class Request(_Strict):
 # -- the JSON schema a model's answer must satisfy ---------------------------------------------
 
 
-def named_scales(question: str) -> list[str]:
-    """The scales a question names ("in millions", "bn")."""
-    text = question.lower()
-    words = {"thousands": r"\bthousands?\b", "millions": r"\bmillions?\b|\d\s*mn\b",
-             "billions": r"\bbillions?\b|\d\s*bn\b", "trillions": r"\btrillions?\b|\d\s*tn\b"}
-    return [scale for scale, pattern in words.items() if re.search(pattern, text)]
-
-
-def named_currencies(question: str, catalog: Catalog) -> list[str]:
-    """The currency codes a question names, by code or by a name the model gives it; the most
-    specific name wins ("Canadian dollars" is CAD, not dollars)."""
-    conv = catalog.model.currency
-    if conv is None:
-        return []
-    text = question.lower()
-    names = [(code, code) for code in catalog.currency_keys]
-    names += [(code, name) for code, listed in conv.names.items() for name in listed]
-    found: list[str] = []
-    taken: list[tuple[int, int]] = []
-    for code, name in sorted(names, key=lambda cn: -len(cn[1])):
-        pattern = re.escape(name.lower())
-        if name[:1].isalnum():
-            pattern = rf"(?<![\w$]){pattern}(?:s|es)?(?!\w)"
-        for hit in re.finditer(pattern, text):
-            if any(hit.start() < end and start < hit.end() for start, end in taken):
-                continue
-            taken.append((hit.start(), hit.end()))
-            if code in catalog.currency_keys and code not in found:
-                found.append(code)
-    return found
-
-
-def request_schema(catalog: Catalog, found: Mapping[str, Sequence[str]] | None = None,
-                   question: str | None = None) -> dict[str, Any]:
-    """The JSON schema of a request over `catalog`. `found`: for a dimension whose values are
-    too many to list (an entity's names), the values found in the question; such a dimension
-    is filtered only by them, and not at all when none was found. With `question`, the
-    currency and the scale are only those it names (none: the request cannot set them)."""
-    found = found or {}
-    measures = [f.name for f in catalog.of_kind("measure", "derived", "aggregate")]
-    dimensions = [f.name for f in catalog.of_kind("dimension", "time", "fact")]
-    orderable = measures + dimensions
-    filters = [_filter_schema(catalog, ref.name, found) for ref in catalog.fields.values()]
+def request_schema(catalog: Catalog, terms: Terms | None = None) -> dict[str, Any]:
+    """The JSON schema of a request over `catalog`; with `terms` (semantic/terms.py), only what
+    a question grounds: the fields it speaks of, the values, years and numbers it names, its
+    currency and scale, an order and a limit only when it ranks. A dimension whose values are
+    too many to list (an entity's names) is filtered only by the names linking found."""
+    terms = terms or Terms()
+    fields = [f.name for f in catalog.of_kind("dimension", "time", "fact", "measure", "derived", "aggregate")]
+    selectable = [name for name in fields if terms.select is None or name in terms.select]
+    filters = [_filter_schema(catalog, ref, terms) for ref in catalog.fields.values()]
     properties: dict[str, Any] = {
-        "measures": _names(measures, MAX_FIELDS),
-        "dimensions": _names(dimensions, MAX_FIELDS),
-        "filters": {"type": "array", "items": {"anyOf": [f for f in filters if f]}, "maxItems": MAX_FILTERS},
+        "select": {"type": "array", "items": {"enum": selectable}, "minItems": 1, "maxItems": MAX_FIELDS},
+        "where": {"type": "array", "items": {"anyOf": [f for f in filters if f]}, "maxItems": MAX_FILTERS},
     }
-    currencies = sorted(catalog.currency_keys) if question is None else named_currencies(question, catalog)
+    currencies = sorted(catalog.currency_keys) if terms.currencies is None else list(terms.currencies)
     if catalog.model.currency is not None and currencies:
         properties["currency"] = {"enum": currencies}
-    scales = list(SCALES) if question is None else named_scales(question)
+    scales = list(SCALES) if terms.scales is None else list(terms.scales)
     if scales and any(f.kind in ("measure", "derived") and f.source.amount for f in catalog.fields.values()):  # type: ignore[union-attr]
         properties["scale"] = {"enum": scales}
-    properties["order_by"] = {"type": "array", "maxItems": 2, "items": {
-        "type": "object", "additionalProperties": False, "required": ["field"],
-        "properties": {"field": {"enum": orderable}, "desc": {"type": "boolean"}}}}
-    properties["limit"] = {"type": "integer", "minimum": 1, "maximum": 1000}
-    return {"type": "object", "additionalProperties": False, "required": ["measures", "dimensions", "filters"],
+    if terms.ranks:
+        properties["order_by"] = {"type": "array", "maxItems": 2, "items": {
+            "type": "object", "additionalProperties": False, "required": ["field"],
+            "properties": {"field": {"enum": selectable}, "desc": {"type": "boolean"}}}}
+        properties["limit"] = {"type": "integer", "minimum": 1, "maximum": 1000}
+    return {"type": "object", "additionalProperties": False, "required": ["select", "where"],
             "properties": properties}
 
 
-def _names(names: Sequence[str], most: int) -> dict[str, Any]:
-    return {"type": "array", "items": {"enum": list(names)}, "maxItems": most}
-
-
-def _filter_schema(catalog: Catalog, name: str, found: Mapping[str, Sequence[str]]) -> dict[str, Any] | None:
-    ref = catalog.fields[name]
-    head = {"field": {"const": name}}
+def _filter_schema(catalog: Catalog, ref: FieldRef, terms: Terms) -> dict[str, Any] | None:
+    """What a filter on `ref` may say; None when the question names nothing it could compare."""
+    head = {"field": {"const": ref.name}}
     if ref.kind == "filter":
         return _object(head, ["field"])
     if ref.kind in ("measure", "derived", "aggregate", "fact"):
-        number = {"type": "number"}
+        number: dict[str, Any] = {"type": "number"}
+        if terms.numbers is not None:
+            if not terms.numbers:
+                return None
+            number = {"enum": [int(n) if float(n).is_integer() else n for n in terms.numbers]}
         return _object({**head, "op": {"enum": ["=", "!=", "<", "<=", ">", ">="]}, "value": number},
                        ["field", "op", "value"])
     if ref.kind == "time":
         year = ref.source.type == "year" or ref.grain == "year"  # type: ignore[union-attr]
-        one = {"type": "integer", "minimum": 1000, "maximum": 9999} if year else \
-            {"type": "string", "pattern": r"^\d{4}(-Q[1-4]|-\d{2}(-\d{2})?)?$"}
         if ref.grain == "quarter":
-            one = {"type": "integer", "minimum": 1, "maximum": 4}
-        elif ref.grain == "month" and ref.source.type != "year":  # type: ignore[union-attr]
+            one: dict[str, Any] = {"type": "integer", "minimum": 1, "maximum": 4}
+        elif year:
+            if terms.years is not None and not terms.years:
+                return None
+            one = {"type": "integer", "minimum": 1000, "maximum": 9999} if terms.years is None \
+                else {"enum": list(dict.fromkeys(terms.years))}
+        elif ref.grain == "month":
             one = {"type": "string", "pattern": r"^\d{4}-\d{2}$"}
+        else:
+            one = {"type": "string", "pattern": r"^\d{4}(-Q[1-4]|-\d{2}(-\d{2})?)?$"}
         return _object({**head, "op": {"enum": ["=", "<", "<=", ">", ">=", "between"]},
                         "value": {"anyOf": [one, {"type": "array", "items": one, "minItems": 2, "maxItems": 2}]}},
                        ["field", "value"])
-    # A dimension: its values, when they can be listed or were found in the question.
-    values = catalog.values.get(name)
-    if values is None and ref.source.entity:  # type: ignore[union-attr]
-        values = tuple(found.get(name, ()))
+    # A dimension: the values the question names (all, without a question), or free text for
+    # a dimension that is neither small nor an entity's.
+    listed = catalog.values.get(ref.name)
+    entity = ref.source.entity  # type: ignore[union-attr]
+    if listed is not None or entity:
+        values = terms.values.get(ref.name, ()) if (terms.select is not None or entity) else listed
         if not values:
-            return None  # nothing in the question names one: it cannot be filtered by
-    if values is None:
-        values = tuple(found.get(name, ()))
-    if values:
-        one: dict[str, Any] = {"enum": list(values)}
+            return None
+        one = {"enum": list(values)}
     else:
         one = {"type": "string", "maxLength": 80}
     return _object({**head, "op": {"enum": ["=", "!=", "in", "not in"]},

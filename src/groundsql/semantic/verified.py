@@ -35,7 +35,8 @@ from rapidfuzz import fuzz
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-__all__ = ["Mention", "Param", "TemplateMatch", "fill", "find_mentions", "match_template", "params_problem"]
+__all__ = ["Mention", "Param", "TemplateMatch", "fill", "find_mentions", "infer_params", "match_template",
+           "params_problem"]
 
 Kind = Literal["entity", "label", "year", "date", "number", "limit"]
 KINDS = ("entity", "label", "year", "date", "number", "limit")
@@ -235,6 +236,55 @@ def fill(sql: str, params: Sequence[Param], values: dict[str, Any], dialect: str
     if missing:
         raise ValueError(f"parameters not in the SQL: {', '.join(missing)}")
     return tree.sql(dialect=dialect)
+
+
+def infer_params(question: str, sql: str, dialect: str | None, label_columns: frozenset[str] = frozenset()) -> tuple[Param, ...]:
+    """The parameters of a solved question whose values its SQL holds as literals: a text the
+    question names word for word (a label when the SQL compares it with a reference label
+    column, else a name), a year, a top-N. What `groundsql init` marks in a drafted bank."""
+    try:
+        tree = sqlglot.parse_one(sql, read=dialect)
+    except SqlglotError:
+        return ()
+    labels = {lit.this for eq in tree.find_all(exp.EQ) for col, lit in [(eq.this, eq.expression)]
+              if isinstance(col, exp.Column) and isinstance(lit, exp.Literal) and lit.is_string
+              and col.name.lower() in label_columns}
+    found: list[tuple[int, int, Param]] = []
+    for literal in tree.find_all(exp.Literal):
+        value = literal.this
+        if literal.is_string:
+            hits = [m.start() for m in re.finditer(rf"(?<!\w){re.escape(value)}(?!\w)", question)] if value.strip() else []
+            if len(hits) != 1:
+                continue
+            kind = "date" if _ISO.fullmatch(value) else "label" if value in labels else "entity"
+            found.append((hits[0], hits[0] + len(value), Param(kind, kind, value)))  # type: ignore[arg-type]
+        elif re.fullmatch(r"\d+", value) and _YEAR.fullmatch(value):
+            hits = [m.start() for m in re.finditer(rf"(?<![\w.]){value}(?![\w.])", question)]
+            if len(hits) == 1:
+                found.append((hits[0], hits[0] + len(value), Param("year", "year", int(value))))
+    limit = tree.args.get("limit")
+    if limit is not None and isinstance(limit.expression, exp.Literal):
+        n = limit.expression.this
+        hit = re.search(rf"(?<![\w.]){n}(?![\w.])", question)
+        if hit is not None and not any(p.value == int(n) for _, _, p in found):
+            found.append((hit.start(), hit.end(), Param("limit", "limit", int(n))))
+    # Two texts side by side ("Birgit Lehmann" as first and last name) are one name: not a
+    # value a question's linking would give back whole.
+    found.sort(key=lambda f: f[0])
+    kept = []
+    for i, (start, end, param) in enumerate(found):
+        neighbours = [f for f in found if f is not found[i] and isinstance(f[2].value, str) and isinstance(param.value, str)
+                      and (question[end:f[0]].strip() == "" and f[0] >= end or question[f[1]:start].strip() == "" and f[1] <= start)]
+        if not neighbours:
+            kept.append(param)
+    values = [p.value for p in kept]
+    kept = [p for p in kept if values.count(p.value) == 1]
+    named, counts = [], Counter()
+    for param in kept:
+        counts[param.name] += 1
+        named.append(Param(param.name if counts[param.name] == 1 else f"{param.name}_{counts[param.name]}",
+                           param.kind, param.value))
+    return tuple(named) if params_problem(sql, named, dialect) is None else ()
 
 
 def params_problem(sql: str, params: Sequence[Param], dialect: str) -> str | None:

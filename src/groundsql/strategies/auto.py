@@ -1,8 +1,10 @@
 """`auto`: the strategy the measurements favour for this database and budget (BENCHMARKS.md).
 
-- A database with a domain pack (the demo has one; `groundsql init` drafts one): grounded. On
-  the opaque-key demo schema it answers 30 % of a sample where zero-shot answers none and
-  few-shot 10 %: the pack resolves what the keys mean.
+- A database whose domain pack has a semantic model (the demo's; `groundsql init` drafts one):
+  the compiled path (a verified query, or a semantic request the model fills under a JSON
+  schema and groundsql compiles; the grounded pipeline when neither fits).
+- A pack without one: grounded. On the opaque-key demo schema it answers 30 % of a sample
+  where zero-shot answers none and few-shot 10 %: the pack resolves what the keys mean.
 - Otherwise the search (Spider 100: 78.0 EX against self-consistency's 73.0 at 1.5 times its
   model calls), or self-consistency when `auto.budget` is `fast` (5 calls a question).
 
@@ -26,6 +28,9 @@ def choose(ctx: Context) -> tuple[str, str]:
         pack = pack_for(ctx)
     except ConfigError:
         pack = None
+    if pack is not None and pack.semantic is not None:
+        return "compiled", (f"the database's domain pack ({pack.name}) has a semantic model: a verified "
+                            "query or a request the model fills, compiled to SQL")
     if pack is not None:
         return "grounded", f"the database has a domain pack ({pack.name}) to ground its values in"
     if ctx.settings.auto.budget == "fast":

@@ -29,6 +29,7 @@ from groundsql.semantic.catalog import Catalog
 from groundsql.semantic.compile import CompileError, compile_request
 from groundsql.semantic.render import render_catalog
 from groundsql.semantic.request import Request, request_schema
+from groundsql.semantic.terms import terms_of
 from groundsql.semantic.verified import Mention, find_mentions, match_template
 from groundsql.strategies.answer import Answer, Trace
 from groundsql.strategies.context import Context, parse_json
@@ -183,7 +184,7 @@ def _choose(ctx: Context, semantic: _Semantic, question: str, found: dict[str, l
             entities: list[Any], trace: Trace) -> tuple[Request | None, str]:
     """The model's semantic request, or None and why there is none."""
     with trace.step("semantic request") as step:
-        schema = request_schema(semantic.catalog, found, question)
+        schema = request_schema(semantic.catalog, terms_of(question, semantic.catalog, found))
         lines = [f'"{m.mention}" is {m.name!r} ({" or ".join(semantic.entity_dimensions.get(m.table.lower(), ()))})'
                  for m in entities if semantic.entity_dimensions.get(m.table.lower())]
         found_text = ("Names found in the question: " + "; ".join(lines) + "\n") if lines else ""

@@ -5,6 +5,8 @@ unit-aware calculator, so the model never does arithmetic or unit conversion its
   quantities.py  extract_quantities(question) -> [Quantity]   (pint; roles for ids, years...)
   rulebase.py    RuleBase.load(path) / check_relation(...)    (rules.yaml, validated)
                  formulas_applying(question, quantities): the formulas its numbers fit
+  expressions.py parse(expr), run(expr, names): the safe arithmetic both the rule base and
+                 the calculator use (no units of its own)
   calculator.py  evaluate(expr, constants), convert(q, unit), sql_constants(quantities)
   fields.py      columns_for(quantity, schema): the columns that store a stated number
   unstated.py    unstated_numbers(sql, question): numbers a query compares with but nobody gave

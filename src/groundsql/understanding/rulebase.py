@@ -29,6 +29,7 @@ from pint.util import ParserHelper, UnitsContainer
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from groundsql.errors import ConfigError
+from groundsql.understanding.expressions import CalculatorError, expression_names, run
 from groundsql.yamlfile import Where, line_of, read_yaml
 
 DEFAULT_RULES = Path(__file__).with_name("rules.yaml")
@@ -370,13 +371,6 @@ class RuleBase:
                        symbols: Mapping[str, Symbol] | None = None) -> Verdict:
         """Whether the relation's two sides have the same dimension (and, when symbols carry
         concrete units, the same unit up to `settings.scale_tolerance`)."""
-        # The calculator imports this module for units; import it here to avoid a cycle.
-        from groundsql.understanding.calculator import (
-            CalculatorError,
-            expression_names,
-            run,
-        )
-
         try:
             rel = Relation.parse(relation, symbols) if isinstance(relation, str) else relation
             if symbols:
@@ -437,8 +431,6 @@ class RuleBase:
     def formulas_for(self, known: Iterable[str]) -> tuple[Formula, ...]:
         """The formulas whose right side uses only these named quantities (e.g. the kinds of a
         question's quantities): candidates for what the question asks to compute."""
-        from groundsql.understanding.calculator import expression_names
-
         have = set(known)
         return tuple(f for f in self.formulas
                      if expression_names(Relation.parse(f.relation).right) <= have)
@@ -454,8 +446,6 @@ class RuleBase:
         formulas measured most are kept (a word alone is weak evidence: "battery capacity"
         names a volume).
         """
-        from groundsql.understanding.calculator import expression_names
-
         measured = {kind for q in quantities if getattr(q, "physical", False)
                     and (kind := self.kind_of(q.unit)) is not None}
         text = f" {_normal(question)} "

@@ -45,8 +45,31 @@ function answerParts(answer, steps) {
       answer.sql ? sqlBlock(answer.sql, "SQL that did not run") : null,
       groundsView(answer, steps), teachView(answer)];
   }
-  return [asked, sqlBlock(answer.sql), chartView(answer.columns, answer.rows),
+  return [asked, pathView(answer), sqlBlock(answer.sql), chartView(answer.columns, answer.rows),
     resultTable(answer), groundsView(answer, steps), teachView(answer)];
+}
+
+// Which path made the SQL: a verified query (trusted), a semantic request compiled by
+// groundsql, or SQL the model wrote.
+function pathView(answer) {
+  const g = answer.grounds || {};
+  if (g.path === "verified") {
+    const v = g.verified_query || {};
+    const values = Object.entries(v.values || {}).map(([name, value]) => `${name} = ${value}`).join(", ");
+    return el("p", { class: g.trusted ? "path trusted" : "path" },
+      el("strong", {}, g.trusted ? "Trusted" : "Drafted verified query"),
+      ` — the verified query “${v.question}”${values ? ` with ${values}` : ""}`,
+      v.verified_by ? el("span", { class: "meta" }, ` (verified by ${v.verified_by}${v.verified_at ? `, ${v.verified_at}` : ""})`) : null);
+  }
+  if (g.path === "semantic") {
+    return el("p", { class: "path" }, el("strong", {}, "Compiled"),
+      " — the model chose a semantic request; groundsql wrote the SQL");
+  }
+  if (g.path === "generated") {
+    return el("p", { class: "path" }, el("strong", {}, "Generated"), " — SQL written by the model",
+      g.fallback ? el("span", { class: "meta" }, ` (${g.fallback})`) : null);
+  }
+  return null;
 }
 
 function sentence(error) {

@@ -4,7 +4,8 @@ import { el } from "./dom.js";
 import { formatNumber, plural } from "./format.js";
 import { reflections } from "./stages.js";
 
-const KNOWN = new Set(["conversation", "constraints", "unresolved", "tables", "joins", "examples", "retrieval", "pack"]);
+const KNOWN = new Set(["conversation", "constraints", "unresolved", "tables", "joins", "examples", "retrieval", "pack",
+  "path", "trusted", "request", "verified_query", "assumed", "fallback", "entities"]);
 
 function section(title, ...body) {
   return el("section", { class: "ground" }, el("h4", {}, title), ...body);
@@ -48,6 +49,14 @@ function conversation(answer) {
     earlier.length ? el("p", { class: "meta" }, "After: ", earlier.map((q) => `“${q}”`).join(", ")) : null);
 }
 
+function verified(v) {
+  return section("Verified query", el("p", {}, `“${v.question}”`),
+    el("dl", { class: "row" }, Object.entries(v.values || {}).flatMap(([name, value]) =>
+      [el("dt", {}, name), el("dd", {}, String(value))])),
+    el("p", { class: "meta" }, [v.verified_by ? `verified by ${v.verified_by}` : "not verified by anyone yet (drafted)",
+      v.verified_at ? `on ${v.verified_at}` : "", `match ${percent(v.score)}`].filter(Boolean).join(", ")));
+}
+
 function cost(answer, steps) {
   const usage = answer.usage || {};
   const turns = reflections(steps);
@@ -89,6 +98,13 @@ export function groundsView(answer, steps) {
     conversation(answer),
     g.constraints && g.constraints.length ? constraints(g.constraints) : null,
     g.unresolved && g.unresolved.length ? unresolved(g.unresolved) : null,
+    g.entities && g.entities.length ? section("Names found", el("ul", {}, g.entities.map((e) => el("li", {},
+      el("q", {}, e.mention), " → ", el("strong", {}, e.name), el("span", { class: "meta" }, ` ${e.table} ${e.key}`))))) : null,
+    g.verified_query ? verified(g.verified_query) : null,
+    g.request ? section("Semantic request (the model's choice; groundsql wrote the SQL)",
+      el("pre", { class: "raw" }, JSON.stringify(g.request, null, 2))) : null,
+    g.assumed && g.assumed.length ? section("Assumed", el("ul", {}, g.assumed.map((a) => el("li", {}, a)))) : null,
+    g.fallback ? section("Why the model wrote the SQL", el("p", {}, g.fallback)) : null,
     g.tables && g.tables.length ? tables(g) : null,
     g.examples && g.examples.length ? section(`Solved examples used (${g.retrieval || "retrieved"})`,
       el("ul", {}, g.examples.map((q) => el("li", {}, q)))) : null,

@@ -1,0 +1,221 @@
+"""What a question names, and so what a request for it may use.
+
+A small model that may choose any name of a semantic model chooses some the question never
+mentions: an extra column, a filter on a value from its own knowledge ("country = United
+States" for "which country has the most companies"), a scale nobody asked for. The request's
+grammar therefore admits, per question, only what the question grounds:
+
+- to select: the dimensions and measures it speaks of, by a word of their name, a synonym or
+  one of their values (every measure when it speaks of none, so a drafted model without
+  synonyms still works); an aggregated fact only with a word for its aggregation ("average");
+- to filter on: the values of a dimension the question names (by the value's most telling
+  word, "Toronto" of "Toronto Stock Exchange", or a synonym the model gives the value:
+  "Swiss" for Switzerland), the names entity linking found, the years and numbers it states;
+- a currency and a scale only when named; ordering and a limit only when it ranks.
+
+Everything here is deterministic and cheap (no model); the lists are what the JSON schema of
+semantic/request.py enumerates.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from groundsql.semantic.catalog import Catalog, FieldRef
+
+__all__ = ["Terms", "named_currencies", "named_scales", "ranks", "terms_of"]
+
+_GENERIC = frozenset("name names number total count value values id the of a an and in".split())
+_RANKING = re.compile(r"\b(most|least|fewest|top|bottom|best|worst|first|last|maximum|minimum|rank\w*|order\w*|"
+                      r"sort\w*|alphabetical\w*|ascending|descending|\w{3,}est)\b", re.I)
+_AGGREGATION_WORDS = {
+    "avg": ("average", "mean", "avg", "typical"),
+    "min": ("lowest", "minimum", "min", "smallest", "least", "cheapest", "bottom"),
+    "max": ("highest", "maximum", "max", "largest", "biggest", "peak", "top", "most"),
+    "sum": ("total", "sum", "combined", "altogether", "overall", "aggregate"),
+}
+_LOSS_WORDS = re.compile(r"\b(loss|losses|negative|deficit|unprofitable|positive|below zero|above zero)\b", re.I)
+_SCALE_WORDS = {"thousand": 1e3, "million": 1e6, "mn": 1e6, "billion": 1e9, "bn": 1e9, "trillion": 1e12, "tn": 1e12}
+_NUMBER_WORDS = {w: n for n, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve".split())}
+_ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "q1": 1, "q2": 2, "q3": 3, "q4": 4}
+_NUMBER = re.compile(r"(?<![\w.])(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s*(%|percent|thousands?|millions?|mn|"
+                     r"billions?|bn|trillions?|tn)?(?![\w])", re.I)
+_WORD_NUMBER = re.compile(r"\b(" + "|".join(_NUMBER_WORDS) + r")\s+(thousands?|millions?|billions?|trillions?)?",
+                          re.I)
+_YEAR = re.compile(r"\b(1[89]\d{2}|20\d{2})\b")
+
+
+@dataclass(frozen=True)
+class Terms:
+    """What a request for one question may use; None: anything (no question to ground in)."""
+
+    select: tuple[str, ...] | None = None
+    values: dict[str, tuple[object, ...]] = field(default_factory=dict)  # dimension -> its values named
+    years: tuple[int, ...] | None = None
+    numbers: tuple[float, ...] | None = None
+    currencies: tuple[str, ...] | None = None
+    scales: tuple[str, ...] | None = None
+    ranks: bool = True
+
+
+def terms_of(question: str, catalog: Catalog, found: Mapping[str, Sequence[str]] | None = None) -> Terms:
+    """The terms `question` grounds; `found`: the names entity linking resolved, by dimension."""
+    said = stems(question)
+    dimensions = [ref.name for ref in catalog.of_kind("dimension", "time", "fact") if _speaks_of(said, catalog, ref)]
+    measures = [ref.name for ref in catalog.of_kind("measure", "derived") if _speaks_of(said, catalog, ref)]
+    measures += [ref.name for ref in catalog.of_kind("aggregate") if _aggregated(question, said, ref)]
+    if not measures:  # nothing recognisable: every measure (a drafted model has few words)
+        measures = [ref.name for ref in catalog.of_kind("measure", "derived", "aggregate")]
+    values: dict[str, tuple[object, ...]] = {name: tuple(names) for name, names in (found or {}).items()}
+    for name, listed in catalog.values.items():
+        ref = catalog.fields[name]
+        named = named_values(question, said, listed, ref.source.value_synonyms)  # type: ignore[union-attr]
+        values[name] = tuple(named)
+    numbers = stated_numbers(question)
+    if _LOSS_WORDS.search(question):
+        numbers.append(0.0)
+    return Terms(
+        select=tuple(dimensions + measures),
+        values=values,
+        years=tuple(int(y) for y in _YEAR.findall(question)),
+        numbers=tuple(dict.fromkeys(numbers)),
+        currencies=tuple(named_currencies(question, catalog)),
+        scales=tuple(named_scales(question)),
+        ranks=ranks(question),
+    )
+
+
+# -- fields ------------------------------------------------------------------------------------
+
+
+def _stem(word: str) -> str:
+    """A crude stem, enough to tell "headcounts" is "headcount" and "statuses" "status"."""
+    word = word.lower()
+    if word.endswith("ies") and len(word) > 5:
+        word = word[:-3] + "y"
+    elif word.endswith(("sses", "xes", "ches", "shes", "uses")):
+        word = word[:-2]
+    elif word.endswith("s") and not word.endswith(("ss", "us", "is")) and len(word) > 3:
+        word = word[:-1]
+    elif word.endswith("ing") and len(word) > 6:
+        word = word[:-3]
+    elif word.endswith("ed") and len(word) > 5:
+        word = word[:-2]
+    return word[:6]
+
+
+def stems(text: str) -> set[str]:
+    return {_stem(w) for w in re.findall(r"[A-Za-z]+", text) if w.lower() not in _GENERIC and len(w) > 2}
+
+
+def _named(said: set[str], phrases: Sequence[str]) -> bool:
+    """Every word of one of the phrases is in the question ("company type": both words)."""
+    return any(words and words <= said for words in (stems(p) for p in phrases))
+
+
+def _speaks_of(said: set[str], catalog: Catalog, ref: FieldRef) -> bool:
+    phrases = [ref.source.name.replace("_", " "), *ref.synonyms, *(str(v) for v in catalog.values.get(ref.name, ()))]
+    if not _named(said, phrases):
+        return False
+    return ref.grain is None or _named(said, [ref.grain, f"{ref.grain}ly", "annual" if ref.grain == "year" else ""])
+
+
+def _aggregated(question: str, said: set[str], ref: FieldRef) -> bool:
+    """An aggregated fact (avg_volume): its fact is named, and so is its aggregation."""
+    if not _named(said, [ref.source.name.replace("_", " "), *ref.synonyms]):
+        return False
+    words = _AGGREGATION_WORDS[ref.aggregation or "sum"]
+    return any(re.search(rf"\b{w}\b", question, re.I) for w in words)
+
+
+def ranks(question: str) -> bool:
+    """Whether the question asks for rows ranked, ordered or cut to the top few."""
+    return bool(_RANKING.search(question))
+
+
+# -- values ------------------------------------------------------------------------------------
+
+
+def named_values(question: str, said: set[str], values: Sequence[object],
+                 synonyms: Mapping[str, Sequence[str]] | None = None) -> list[object]:
+    """The values of a small dimension a question names: by the value's most telling word
+    (the one fewest of the values share: "Toronto" of "Toronto Stock Exchange"), matched on
+    its first letters ("Japanese" names Japan), or by one of the value's synonyms."""
+    words = {v: [w for w in re.findall(r"[A-Za-z]+", str(v)) if w.lower() not in _GENERIC] for v in values}
+    counts = Counter(w.lower() for ws in words.values() for w in set(ws))
+    heads = {w[:4] for w in re.findall(r"[A-Za-z]+", question.lower()) if len(w) >= 4}
+    lowered = question.lower()
+    named = []
+    for value in values:
+        if isinstance(value, (int, float)):
+            if value in _question_ints(question):
+                named.append(value)
+            continue
+        own = words[value]
+        rare = min((counts[w.lower()] for w in own), default=0)
+        telling = [w for w in own if counts[w.lower()] == rare]
+        if any(_stem(w) in said or (len(w) >= 4 and w.lower()[:4] in heads) for w in telling):
+            named.append(value)
+        elif any(re.search(rf"(?<!\w){re.escape(s.lower())}(?!\w)", lowered) for s in (synonyms or {}).get(str(value), ())):
+            named.append(value)
+    return named
+
+
+def _question_ints(question: str) -> set[int]:
+    found = {int(n) for n in re.findall(r"(?<![\w.])(\d+)(?![\w.])", question)}
+    found |= {n for w, n in {**_NUMBER_WORDS, **_ORDINALS}.items() if re.search(rf"\b{w}\b", question, re.I)}
+    return found
+
+
+def stated_numbers(question: str) -> list[float]:
+    """The numbers a question states, each also at its scale ("one trillion": 1 and 1e12,
+    "200 million": 200 and 2e8); years are numbers too (founded before 1900)."""
+    found: list[float] = []
+    for text, unit in _NUMBER.findall(question):
+        value = float(text.replace(",", ""))
+        found.append(value)
+        scale = _SCALE_WORDS.get(unit.lower().rstrip("s")) if unit else None
+        if scale:
+            found.append(value * scale)
+    for word, unit in _WORD_NUMBER.findall(question):
+        value = float(_NUMBER_WORDS[word.lower()])
+        scale = _SCALE_WORDS.get(unit.lower().rstrip("s")) if unit else None
+        if scale:
+            found += [value, value * scale]
+    return found
+
+
+def named_scales(question: str) -> list[str]:
+    """The scales a question names ("in millions", "bn")."""
+    text = question.lower()
+    words = {"thousands": r"\bthousands?\b", "millions": r"\bmillions?\b|\d\s*mn\b",
+             "billions": r"\bbillions?\b|\d\s*bn\b", "trillions": r"\btrillions?\b|\d\s*tn\b"}
+    return [scale for scale, pattern in words.items() if re.search(pattern, text)]
+
+
+def named_currencies(question: str, catalog: Catalog) -> list[str]:
+    """The currency codes a question names, by code or by a name the model gives it; the most
+    specific name wins ("Canadian dollars" is CAD, not dollars)."""
+    conv = catalog.model.currency
+    if conv is None:
+        return []
+    text = question.lower()
+    names = [(code, code) for code in catalog.currency_keys]
+    names += [(code, name) for code, listed in conv.names.items() for name in listed]
+    found: list[str] = []
+    taken: list[tuple[int, int]] = []
+    for code, name in sorted(names, key=lambda cn: -len(cn[1])):
+        pattern = re.escape(name.lower())
+        if name[:1].isalnum():
+            pattern = rf"(?<![\w$]){pattern}(?:s|es)?(?!\w)"
+        for hit in re.finditer(pattern, text):
+            if any(hit.start() < end and start < hit.end() for start, end in taken):
+                continue
+            taken.append((hit.start(), hit.end()))
+            if code in catalog.currency_keys and code not in found:
+                found.append(code)
+    return found

@@ -1,0 +1,107 @@
+"""The compiled path end to end on the demo database with a scripted model (plumbing only: no
+accuracy is claimed from a script): a verified query answers without the model, a semantic
+request is compiled, and anything else falls back to the grounded pipeline with the reason."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from groundsql.api import demo_database_url
+from groundsql.config import Settings
+from groundsql.db import Database
+from groundsql.llm.base import LLM, ChatRequest, Completion
+from groundsql.strategies import Context, get_strategy
+
+
+@pytest.fixture(scope="module")
+def demo() -> Database:
+    return Database(demo_database_url())
+
+
+class Scripted(LLM):
+    """Answers every request with the next of its replies; records the requests."""
+
+    def __init__(self, *replies: str) -> None:
+        self.replies = list(replies)
+        self.requests: list[ChatRequest] = []
+        self.model_id = "scripted"
+        self.retries = 0
+
+    def _complete(self, request: ChatRequest) -> Completion:
+        self.requests.append(request)
+        text = self.replies.pop(0) if len(self.replies) > 1 else self.replies[0]
+        return Completion(text=text, model=self.model_id, prompt_tokens=100, completion_tokens=20)
+
+
+def ask(demo: Database, question: str, llm: LLM, **compiled):
+    settings = Settings.model_validate({"compiled": compiled, "grounded": {"embeddings": False}})
+    return get_strategy("compiled")(question, Context(db=demo, llm=llm, settings=settings))
+
+
+HIKARI = {"select": ["net_income"], "where": [{"field": "company", "value": "Hikari Telecom K.K."},
+                                             {"field": "fiscal_year", "value": 2023}],
+          "currency": "JPY", "scale": "billions"}
+
+
+def test_a_semantic_request_is_compiled_and_run_in_one_model_call(demo) -> None:
+    llm = Scripted(json.dumps(HIKARI))
+    answer = ask(demo, "What was Hikari Telecom K.K.'s net income for fiscal 2023, in billions of yen?", llm)
+    assert answer.ok and answer.rows == ((504.468,),), answer.error
+    assert len(answer.calls) == 1 and answer.grounds["path"] == "semantic"
+    assert answer.grounds["request"] == HIKARI
+    assert any("Annual" in note for note in answer.grounds["assumed"])  # the measure's default, said
+    (request,) = llm.requests
+    schema = request.json_schema
+    assert "net_income" in schema["properties"]["select"]["items"]["enum"]
+    companies = {f["properties"]["field"]["const"]: f for f in schema["properties"]["where"]["items"]["anyOf"]}
+    assert companies["company"]["properties"]["value"]["anyOf"][0] == {"enum": ["Hikari Telecom K.K."]}
+    assert schema["properties"]["currency"] == {"enum": ["JPY"]}
+    system = request.messages[0].content
+    assert "net_income" in system and "Measures" in system  # the semantic model, shared by every question
+    assert "Hikari" not in system
+
+
+def test_a_question_that_fits_a_verified_query_needs_no_model(demo) -> None:
+    llm = Scripted("not used")
+    question = "Which companies are subsidiaries of Coral Sea Financial Ltd?"
+    answer = ask(demo, question, llm)
+    assert answer.ok and len(answer.calls) == 0 and not llm.requests
+    assert answer.grounds["path"] == "verified" and answer.grounds["trusted"] is True
+    verified = answer.grounds["verified_query"]
+    assert verified["question"] == "Which companies are subsidiaries of Keystone Dairy Holdings, Inc.?"
+    assert verified["values"] == {"company": "Coral Sea Financial Ltd"} and verified["verified_by"]
+    assert {r[0] for r in answer.rows} == {"Gondwana Assurance Pty Ltd", "Kaveri Realty Private Limited"}
+    off = ask(demo, question, Scripted(json.dumps({"select": ["company"], "where": []})), verified=False,
+              fallback=False)
+    assert off.grounds["path"] == "semantic" and len(off.calls) == 1
+
+
+@pytest.mark.parametrize("reply, reason", [
+    ("I think it is revenue.", "not a JSON request"),
+    (json.dumps({"select": ["revenue"], "where": [], "colour": "red"}), "does not fit the schema"),
+    (json.dumps({"select": ["no_such_measure"], "where": []}), "no field to select named 'no_such_measure'"),
+    (json.dumps({"select": ["company_count", "ticker"], "where": []}), "would count rows twice"),
+])
+def test_a_reply_the_path_cannot_use_gives_the_reason(demo, reply, reason) -> None:
+    """A remote backend may ignore the schema: the reply is checked, never trusted."""
+    answer = ask(demo, "How many companies have a listing?", Scripted(reply), fallback=False, verified=False)
+    assert not answer.ok and reason in answer.error
+    assert answer.grounds["path"] == "none" and reason in answer.grounds["fallback"]
+
+
+def test_without_a_fitting_request_the_grounded_pipeline_answers_and_says_why(demo) -> None:
+    sql = "SELECT COUNT(*) FROM company"
+    llm = Scripted("no json here", '{"tables": []}', '{"constraints": []}', '{"tables": ["company"], "reason": "x"}',
+                   f"```sql\n{sql}\n```")
+    answer = ask(demo, "How many companies are there?", llm, verified=False)
+    assert answer.ok and answer.rows == ((114,),)
+    assert answer.grounds["path"] == "generated" and "not a JSON request" in answer.grounds["fallback"]
+    assert answer.strategy == "compiled" and answer.steps[0].name in ("domain", "semantic model")
+
+
+def test_a_name_that_matches_nothing_is_said_not_guessed(demo) -> None:
+    llm = Scripted(json.dumps(HIKARI))
+    answer = ask(demo, "What was the net income of Zyxcorp Holdings in fiscal 2023?", llm)
+    assert not answer.ok and "Zyxcorp" in answer.error and not llm.requests
