@@ -95,7 +95,7 @@ def test_without_a_fitting_request_the_grounded_pipeline_answers_and_says_why(de
     sql = "SELECT COUNT(*) FROM company"
     llm = Scripted("no json here", '{"tables": []}', '{"constraints": []}', '{"tables": ["company"], "reason": "x"}',
                    f"```sql\n{sql}\n```")
-    answer = ask(demo, "How many companies are there?", llm, verified=False)
+    answer = ask(demo, "How many companies are there?", llm, verified=False, retries=0)
     assert answer.ok and answer.rows == ((114,),)
     assert answer.grounds["path"] == "generated" and "not a JSON request" in answer.grounds["fallback"]
     assert answer.strategy == "compiled" and answer.steps[0].name in ("domain", "semantic model")
@@ -105,3 +105,15 @@ def test_a_name_that_matches_nothing_is_said_not_guessed(demo) -> None:
     llm = Scripted(json.dumps(HIKARI))
     answer = ask(demo, "What was the net income of Zyxcorp Holdings in fiscal 2023?", llm)
     assert not answer.ok and "Zyxcorp" in answer.error and not llm.requests
+
+
+def test_a_request_that_does_not_compile_gets_one_more_turn_with_the_reason(demo) -> None:
+    bad = json.dumps({"select": ["company_count", "ticker"], "where": []})
+    good = json.dumps({"select": ["company_count"], "where": []})
+    llm = Scripted(bad, good)
+    answer = ask(demo, "How many companies have a listing on an exchange?", llm, verified=False)
+    assert answer.ok and answer.rows == ((114,),) and len(answer.calls) == 2
+    assert [s.name for s in answer.steps if s.calls] == ["semantic request", "revise request"]
+    turn = llm.requests[1].messages
+    assert turn[-2].content == bad and "would count rows twice" in turn[-1].content
+    assert llm.requests[1].json_schema == llm.requests[0].json_schema

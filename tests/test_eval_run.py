@@ -379,3 +379,30 @@ def test_ex_is_kept_in_both_of_spiders_modes(tmp_path: Path) -> None:
     EvalRun(items=[item, replace(item, item_id="other")], configs=[parse_config("zero-shot", EVAL)],
             out_dir=tmp_path, llm=Scripted()).run()
     assert [r["ex_spider"] for r in load_records(tmp_path / "results.jsonl")] == [True, False]
+
+
+def test_a_compact_run_is_gzipped_without_replies_and_resumes(tmp_path) -> None:
+    import gzip
+
+    from groundsql.evaluation.runner import COMPACT_FILE, EvalRun, load_records
+
+    db = spider_db("concert_singer")
+    jsonl = tmp_path / "items.jsonl"
+    jsonl.write_text("".join(json.dumps({"id": f"q{i}", "db": f"sqlite:///{db}", "question": q, "gold_sql": sql}) + "\n"
+                             for i, (q, sql) in enumerate([("How many singers?", "SELECT COUNT(*) FROM singer"),
+                                                           ("Singer names?", "SELECT name FROM singer")])))
+    items = load_benchmark(jsonl)
+    config = parse_config("gold", Settings())
+    out = tmp_path / "run"
+    EvalRun(items=items[:1], configs=[config], out_dir=out, compact=True).run()
+    path = out / COMPACT_FILE
+    assert path.is_file() and not (out / "results.jsonl").exists()
+    (record,) = load_records(path)
+    assert all(set(call) <= {"prompt_tokens", "cached_prompt_tokens", "completion_tokens", "latency_s", "from_cache"}
+               for step in record["trace"] for call in step["calls"])
+    # A member cut off by an interruption is dropped; the run resumes after the whole ones.
+    with path.open("ab") as handle:
+        handle.write(gzip.compress(b'{"config": "gold", "item_id": "cut"}\n')[:-9])
+    EvalRun(items=items, configs=[config], out_dir=out, compact=True).run()
+    records = load_records(path)
+    assert [r["item_id"] for r in records] == [i.item_id for i in items]

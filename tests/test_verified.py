@@ -59,8 +59,7 @@ BANK = (NET_INCOME, TERMINATED, TOP)
 
 
 def match(question: str):
-    where = {i: [m for m in mentions(e.question) if any(m.value == p.value for p in e.params)]
-             for i, e in enumerate(BANK)}
+    where = {i: mentions(e.question) for i, e in enumerate(BANK)}
     return match_template(question, mentions(question), BANK, where, "sqlite")
 
 
@@ -125,3 +124,46 @@ def test_a_bank_entry_with_a_bad_parameter_names_file_line_and_field(tmp_path: P
     bank.write_text(json.dumps(entry) + "\n")
     with pytest.raises(ConfigError, match=r"bank\.jsonl:1: params\.0\.kind: 'weekday' is not one of"):
         QueryBank.load(bank)
+
+
+# -- on the demo pack: questions that fit one of its verified queries, and near misses ---------------
+
+FIXTURE = Path(__file__).parent / "fixtures" / "verified_questions.jsonl"
+
+
+@pytest.fixture(scope="module")
+def demo_matcher():
+    from groundsql.api import connect
+    from groundsql.strategies.answer import Trace
+    from groundsql.strategies.compiled import _semantic
+    from groundsql.strategies.grounded import domain_for
+
+    session = connect(settings=__import__("groundsql.config", fromlist=["Settings"]).Settings.model_validate(
+        {"grounded": {"embeddings": False}}))  # no model is asked of it
+    ctx = session.context
+    domain = domain_for(ctx, Trace("", ""))
+    semantic = _semantic(ctx, domain, Trace("", ""))
+
+    def matcher(question: str, threshold: float = 0.9):
+        entities = domain.entities.link(question)[0]
+        found = find_mentions(question, entities, semantic.labels)
+        return match_template(question, found, semantic.templates, semantic.template_mentions, "sqlite", threshold)
+
+    yield matcher, session
+    session.close()
+
+
+def test_the_demo_packs_verified_queries_fit_only_what_they_answer(demo_matcher) -> None:
+    matcher, session = demo_matcher
+    cases = [json.loads(line) for line in FIXTURE.read_text().splitlines() if line.strip()]
+    assert len(cases) >= 40 and sum(c["fits"] is None for c in cases) >= 15
+    wrong = []
+    for case in cases:
+        found = matcher(case["question"])
+        fits = found.example.question if found else None
+        if fits != case["fits"] or (found and sorted(map(str, found.values.values())) !=
+                                    sorted(map(str, case["values"].values()))):
+            wrong.append((case["question"], fits, found.values if found else None))
+        elif found:
+            assert session.run_sql(found.sql).rows, case["question"]  # the filled query runs and finds rows
+    assert not wrong, wrong

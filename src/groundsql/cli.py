@@ -330,6 +330,10 @@ def eval_command(
     test_suite: Annotated[
         bool, typer.Option("--test-suite", help="Also score on populated variants of each database.")
     ] = False,
+    compact: Annotated[
+        bool, typer.Option("--compact", help="Records without traces, gzipped (results.jsonl.gz): small enough "
+                                             "to commit and resume the run elsewhere.")
+    ] = False,
 ) -> None:
     """Measure configurations on a benchmark: accuracy (EX, three tiers, filter values), cost, speed."""
     import datetime as dt
@@ -366,6 +370,7 @@ def eval_command(
         workers=workers,
         judge=judge,
         test_suite=test_suite,
+        compact=compact,
     )
     pending = run.pending()
     tally = {c.label: [0, 0] for c in configs}  # correct, seen

@@ -160,6 +160,7 @@ class CompiledConfig(_Frozen):
     model fills under a JSON schema and groundsql compiles; else the grounded pipeline."""
 
     k: int = Field(3, ge=0, le=10)  # solved examples (with their requests) shown to the model
+    retries: int = Field(1, ge=0, le=3)  # turns to correct a request that does not compile or run
     verified: bool = True  # answer from a verified query when the question fits one
     # How alike a question and a verified query's question must read, their values masked
     # (semantic/verified.py; measured in BENCHMARKS.md).

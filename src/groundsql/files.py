@@ -51,11 +51,16 @@ def read_text(path: Path) -> str:
 def write_text_atomic(path: Path, text: str) -> None:
     """Write then rename, so a crash never leaves a half-written file behind (and a failed
     write leaves no temporary file)."""
+    write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """`write_text_atomic` for bytes."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".part")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -9,7 +9,9 @@ serves consecutive questions.
 from __future__ import annotations
 
 import contextlib
+import gzip
 import json
+import zlib
 import logging
 import random
 import threading
@@ -29,7 +31,7 @@ from groundsql.evaluation.datasets import EvalItem
 from groundsql.evaluation.execution_match import gold_orders, results_match, without_distinct
 from groundsql.evaluation.grounding_match import grounding_scores
 from groundsql.evaluation.scoring import score
-from groundsql.files import reason, writable_folder, write_text_atomic
+from groundsql.files import reason, writable_folder, write_bytes_atomic, write_text_atomic
 from groundsql.llm import LLM, build_llm
 from groundsql.retrieval import Example, QueryBank
 from groundsql.safety import run_validated
@@ -39,6 +41,9 @@ from groundsql.strategies.answer import Trace, json_value
 log = logging.getLogger(__name__)
 
 RESULTS_FILE = "results.jsonl"
+# --compact: records without their traces, each appended as a gzip member (a file of members
+# reads as one stream), small enough to commit and resume a run in another session.
+COMPACT_FILE = "results.jsonl.gz"
 _ROWS_KEPT = 20  # rows of each result kept in a record, for the failure browser
 
 
@@ -74,6 +79,7 @@ class EvalRun:
     test_suite: bool = False  # also score against populated variants (SQLite databases)
     llm: LLM | None = None  # a ready backend (tests); otherwise built from each config
     on_record: Callable[[dict[str, Any]], None] | None = None
+    compact: bool = False  # records without traces, gzipped (COMPACT_FILE)
     _lock: threading.RLock = field(default_factory=threading.RLock)  # _context takes it, then _llm
     _databases: dict[str, Database] = field(default_factory=dict)
     _llms: dict[str, LLM] = field(default_factory=dict)
@@ -86,7 +92,7 @@ class EvalRun:
 
     @property
     def results_path(self) -> Path:
-        return self.out_dir / RESULTS_FILE
+        return self.out_dir / (COMPACT_FILE if self.compact else RESULTS_FILE)
 
     def done(self) -> set[tuple[str, str]]:
         return {(r["config"], r["item_id"]) for r in load_records(self.results_path)}
@@ -173,6 +179,12 @@ class EvalRun:
         """An interrupted write leaves a last line without its newline: a record cut short.
         It is removed (its item is pending again), so the file holds whole records only."""
         path = self.results_path
+        if self.compact:
+            if path.is_file() and path.stat().st_size:
+                records = load_records(path)  # whole members only: a cut one is dropped
+                if len(gzip_text(records)) != path.stat().st_size:
+                    self._rewrite(records)
+            return
         if path.is_file() and path.stat().st_size:
             data = path.read_bytes()
             if not data.endswith(b"\n"):
@@ -181,6 +193,10 @@ class EvalRun:
 
     def _record(self, record: dict[str, Any]) -> None:
         def append() -> None:
+            if self.compact:
+                with self.results_path.open("ab") as out:
+                    out.write(gzip_text([compact_record(record)]))
+                return
             with self.results_path.open("a", encoding="utf-8") as out:
                 out.write(json.dumps(record, ensure_ascii=False) + "\n")
 
@@ -193,6 +209,9 @@ class EvalRun:
 
     def _rewrite(self, records: list[dict[str, Any]]) -> None:
         """The results file replaced whole by `records` (rescored), atomically."""
+        if self.compact:
+            self._write(lambda: write_bytes_atomic(self.results_path, gzip_text([compact_record(r) for r in records])))
+            return
         self._write(lambda: write_text_atomic(
             self.results_path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)))
 
@@ -511,12 +530,47 @@ def _exclusive(out_dir: Path) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
+_CALL_COUNTS = ("prompt_tokens", "cached_prompt_tokens", "completion_tokens", "latency_s", "from_cache")
+
+
+def compact_record(record: dict[str, Any]) -> dict[str, Any]:
+    """A record as committed: its trace cut to what the report counts (each step's name and
+    time, each call's tokens and seconds), without the prompts and the model's replies."""
+    trace = [{"step": step.get("step"), "elapsed_s": step.get("elapsed_s"),
+              "calls": [{k: call.get(k) for k in _CALL_COUNTS} for call in step.get("calls") or ()]}
+             for step in record.get("trace") or ()]
+    return {**{k: v for k, v in record.items() if k != "trace"}, "trace": trace}
+
+
+def gzip_text(records: list[dict[str, Any]]) -> bytes:
+    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    return gzip.compress(text.encode("utf-8"), mtime=0)
+
+
+def _gunzip_members(data: bytes) -> str:
+    """The text of every whole gzip member; a member cut off by an interruption is dropped."""
+    text, rest = [], data
+    while rest:
+        decompressor = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        try:
+            chunk = decompressor.decompress(rest)
+        except zlib.error:
+            break
+        if not decompressor.eof:
+            break
+        text.append(chunk.decode("utf-8", errors="replace"))
+        rest = decompressor.unused_data
+    return "".join(text)
+
+
 def load_records(path: Path) -> list[dict[str, Any]]:
-    """Records of a results file; a line cut off by an interruption is skipped, not fatal."""
+    """Records of a results file (plain, or --compact's gzip members); a line cut off by an
+    interruption is skipped, not fatal."""
     if not path.is_file():
         return []
     records = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    text = _gunzip_members(path.read_bytes()) if path.suffix == ".gz" else path.read_text(encoding="utf-8")
+    for line in text.splitlines():
         try:
             records.append(json.loads(line))
         except ValueError:

@@ -98,7 +98,8 @@ class _Compiler:
                   for name in _unique(req.select)]
         measures = [ref for ref in chosen if ref.kind in ("measure", "derived", "aggregate")]
         dims = [ref for ref in chosen if ref.kind in ("dimension", "time", "fact")]
-        filters = [(f, self._ref(f.field, None, "filter")) for f in req.where]
+        unique = {f.model_dump_json(): f for f in req.where}  # a filter the model repeated counts once
+        filters = [(f, self._ref(f.field, None, "filter")) for f in unique.values()]
         filters = self._without_repeats(filters)
         if not measures and not dims:
             raise CompileError("the request selects nothing")
@@ -572,6 +573,9 @@ class _Compiler:
             raise CompileError(f"{ref.name} is compared with one date, or between two")
         start, end = spans[0]
         s, e = exp.Literal.string(start), exp.Literal.string(end)
+        day = bool(re.fullmatch(r"\d{4}-\d{2}-\d{2}", str(values[0]).strip()))
+        if day and source.type == "date" and flt.op in ("=", "!="):  # a date column's day is one value
+            return (exp.EQ if flt.op == "=" else exp.NEQ)(this=column, expression=s)
         if flt.op == "=":
             return _and([exp.GTE(this=column.copy(), expression=s), exp.LT(this=column.copy(), expression=e)])
         if flt.op == "!=":

@@ -100,7 +100,7 @@ def _filter_schema(catalog: Catalog, ref: FieldRef, terms: Terms) -> dict[str, A
     """What a filter on `ref` may say; None when the question names nothing it could compare."""
     head = {"field": {"const": ref.name}}
     if ref.kind == "filter":
-        return _object(head, ["field"])
+        return _object(head, ["field"]) if terms.filters is None or ref.name in terms.filters else None
     if ref.kind in ("measure", "derived", "aggregate", "fact"):
         number: dict[str, Any] = {"type": "number"}
         if terms.numbers is not None:

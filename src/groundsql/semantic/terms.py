@@ -54,6 +54,7 @@ class Terms:
     """What a request for one question may use; None: anything (no question to ground in)."""
 
     select: tuple[str, ...] | None = None
+    filters: tuple[str, ...] | None = None  # the named filters ("current": current_role)
     values: dict[str, tuple[object, ...]] = field(default_factory=dict)  # dimension -> its values named
     years: tuple[int, ...] | None = None
     numbers: tuple[float, ...] | None = None
@@ -71,19 +72,25 @@ def terms_of(question: str, catalog: Catalog, found: Mapping[str, Sequence[str]]
     if not measures:  # nothing recognisable: every measure (a drafted model has few words)
         measures = [ref.name for ref in catalog.of_kind("measure", "derived", "aggregate")]
     values: dict[str, tuple[object, ...]] = {name: tuple(names) for name, names in (found or {}).items()}
+    currencies = named_currencies(question, catalog)
     for name, listed in catalog.values.items():
         ref = catalog.fields[name]
-        named = named_values(question, said, listed, ref.source.value_synonyms)  # type: ignore[union-attr]
+        own = set(stems(ref.source.name.replace("_", " ")))
+        named = named_values(question, said, listed, ref.source.value_synonyms, own)  # type: ignore[union-attr]
+        # A dimension of currency codes: the currencies the question names ("Swiss francs").
+        named += [code for code in currencies if code in listed and code not in named]
         values[name] = tuple(named)
+    filters = [ref.name for ref in catalog.of_kind("filter") if _speaks_of(said, catalog, ref)]
     numbers = stated_numbers(question)
     if _LOSS_WORDS.search(question):
         numbers.append(0.0)
     return Terms(
         select=tuple(dimensions + measures),
+        filters=tuple(filters),
         values=values,
         years=tuple(int(y) for y in _YEAR.findall(question)),
         numbers=tuple(dict.fromkeys(numbers)),
-        currencies=tuple(named_currencies(question, catalog)),
+        currencies=tuple(currencies),
         scales=tuple(named_scales(question)),
         ranks=ranks(question),
     )
@@ -141,11 +148,13 @@ def ranks(question: str) -> bool:
 
 
 def named_values(question: str, said: set[str], values: Sequence[object],
-                 synonyms: Mapping[str, Sequence[str]] | None = None) -> list[object]:
+                 synonyms: Mapping[str, Sequence[str]] | None = None, own: set[str] = frozenset()) -> list[object]:
     """The values of a small dimension a question names: by the value's most telling word
-    (the one fewest of the values share: "Toronto" of "Toronto Stock Exchange"), matched on
-    its first letters ("Japanese" names Japan), or by one of the value's synonyms."""
-    words = {v: [w for w in re.findall(r"[A-Za-z]+", str(v)) if w.lower() not in _GENERIC] for v in values}
+    (the one fewest of the values share: "Toronto" of "Toronto Stock Exchange"; never a word of
+    the dimension's own name, `own`: "Company" of "Private Company" as a company type),
+    matched on its first letters ("Japanese" names Japan), or by one of its synonyms."""
+    words = {v: [w for w in re.findall(r"[A-Za-z]+", str(v)) if w.lower() not in _GENERIC and _stem(w) not in own]
+             for v in values}
     counts = Counter(w.lower() for ws in words.values() for w in set(ws))
     heads = {w[:4] for w in re.findall(r"[A-Za-z]+", question.lower()) if len(w) >= 4}
     lowered = question.lower()
@@ -173,10 +182,12 @@ def _question_ints(question: str) -> set[int]:
 
 def stated_numbers(question: str) -> list[float]:
     """The numbers a question states, each also at its scale ("one trillion": 1 and 1e12,
-    "200 million": 200 and 2e8); years are numbers too (founded before 1900)."""
+    "200 million": 200 and 2e8); years are not among them (they are the years of Terms)."""
     found: list[float] = []
     for text, unit in _NUMBER.findall(question):
         value = float(text.replace(",", ""))
+        if not unit and _YEAR.fullmatch(text):
+            continue  # a year is a period, compared as one, not a number to compare a measure with
         found.append(value)
         scale = _SCALE_WORDS.get(unit.lower().rstrip("s")) if unit else None
         if scale:

@@ -169,17 +169,22 @@ def match_template(question: str, mentions: Sequence[Mention], examples: Sequenc
                    template_mentions: dict[int, list[Mention]], dialect: str,
                    threshold: float = THRESHOLD) -> TemplateMatch | None:
     """The verified query the question fits best, filled with the question's values; None
-    when none fits. `template_mentions[i]`: the mentions of example i's parameters in its own
-    question (found once, when the bank loads)."""
+    when none fits. `template_mentions[i]`: the values example i's own question names (found
+    once, when the bank loads): its parameters', and the others, fixed text of the query."""
     best: TemplateMatch | None = None
     for index, example in enumerate(examples):
         params: tuple[Param, ...] = example.params
-        own = template_mentions.get(index)
-        if not params or own is None:
+        named = template_mentions.get(index)
+        if not params or named is None:
             continue
+        own = parameter_mentions(params, named)
+        if own is None:
+            continue
+        fixed = {(m.kind, m.value) for m in named if m not in own}
         wanted = Counter(_key(m, m.table) for m in own)
-        # Every value the question names is a parameter's (a number may be plain text of it).
-        used = [m for m in mentions if m.kind != "number" or _key(m) in wanted]
+        # Every other value the question names is one the query holds as it is ("annual",
+        # "net income"); a number may be plain text of it.
+        used = [m for m in mentions if (m.kind, m.value) not in fixed and (m.kind != "number" or _key(m) in wanted)]
         if Counter(_key(m, m.table) for m in used) != wanted:
             continue  # a value more or less than the query has parameters for
         theirs, ours = masked(example.question, own), masked(question, used)
@@ -197,6 +202,18 @@ def match_template(question: str, mentions: Sequence[Mention], examples: Sequenc
             continue
         best = TemplateMatch(example, round(score, 3), values, sql)
     return best
+
+
+def parameter_mentions(params: Sequence[Param], named: Sequence[Mention]) -> list[Mention] | None:
+    """Where each parameter's value is named in its query's own question; None when one is
+    not (the query cannot be matched by its question)."""
+    chosen: list[Mention] = []
+    for param in params:
+        hit = next((m for m in named if m.kind == param.kind and m.value == param.value and m not in chosen), None)
+        if hit is None:
+            return None
+        chosen.append(hit)
+    return chosen
 
 
 def _assign(params: Sequence[Param], own: Sequence[Mention], used: Sequence[Mention]) -> dict[str, Any] | None:

@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from groundsql.errors import DatabaseError, GroundsqlError, LLMError, UnsafeSQLError
-from groundsql.llm import ChatRequest
+from groundsql.llm import ChatRequest, Message
 from groundsql.prompts import load_prompt
 from groundsql.retrieval import Example, QueryBank
 from groundsql.semantic.catalog import Catalog
@@ -30,7 +30,7 @@ from groundsql.semantic.compile import CompileError, compile_request
 from groundsql.semantic.render import render_catalog
 from groundsql.semantic.request import Request, request_schema
 from groundsql.semantic.terms import terms_of
-from groundsql.semantic.verified import Mention, find_mentions, match_template
+from groundsql.semantic.verified import Mention, find_mentions, match_template, parameter_mentions
 from groundsql.strategies.answer import Answer, Trace
 from groundsql.strategies.context import Context, parse_json
 
@@ -50,7 +50,7 @@ class _Semantic:
     entity_dimensions: dict[str, tuple[str, ...]]  # entity table -> dimensions it names
     examples: QueryBank  # solved questions that carry their request
     templates: tuple[Example, ...]  # verified queries with parameters
-    template_mentions: dict[int, list[Mention]]  # where each one's parameters are in its question
+    template_mentions: dict[int, list[Mention]]  # the values each one's own question names
     labels: tuple[tuple[str, str], ...]  # (reference table, label): values a question names
 
 
@@ -80,12 +80,21 @@ def compiled(question: str, ctx: Context) -> Answer:
     verified = _verified(ctx, semantic, question, entities, trace, grounds)
     if verified is not None and verified.ok:
         return verified
-    request, why = _choose(ctx, semantic, question, found, entities, trace)
-    if request is not None:
-        answer = _run(ctx, semantic, request, trace, grounds)
-        if answer.ok:
-            return answer
-        why, grounds = answer.error or "the compiled query failed", answer.grounds
+    chat = _chat(ctx, semantic, question, found, entities)
+    request, why, reply = _ask(ctx, chat, trace, "semantic request")
+    for attempt in range(ctx.settings.compiled.retries + 1):
+        if request is not None:
+            answer = _run(ctx, semantic, request, trace, grounds)
+            if answer.ok:
+                return answer
+            why, grounds = answer.error or "the compiled query failed", answer.grounds
+        if attempt == ctx.settings.compiled.retries or reply is None:
+            break
+        # One more turn with what went wrong: cheaper than the grounded pipeline by far.
+        follow_up = load_prompt("semantic_revise").render(error=why)
+        chat = chat.model_copy(update={"messages": (*chat.messages, Message(role="assistant", content=reply),
+                                                    *follow_up)})
+        request, why, reply = _ask(ctx, chat, trace, "revise request")
     return _fallback(question, ctx, trace, why, grounds)
 
 
@@ -111,7 +120,7 @@ def _semantic(ctx: Context, domain: Any, trace: Trace) -> _Semantic | None:
             bank = QueryBank([e for e in domain.bank.examples if e.request], domain.bank.embedder)
             labels = _labels(ctx, pack)
             templates = tuple(e for e in domain.bank.examples if e.params)
-            where = {i: _parameter_mentions(e, domain, labels) for i, e in enumerate(templates)}
+            where = {i: _question_mentions(e, domain, labels) for i, e in enumerate(templates)}
             unusable = [templates[i].question for i, found in where.items() if found is None]
             semantic = _Semantic(pack.name, catalog, system.content, {k: tuple(v) for k, v in by_entity.items()},
                                  bank, templates, {i: m for i, m in where.items() if m is not None}, labels)
@@ -136,18 +145,12 @@ def _labels(ctx: Context, pack: Any) -> tuple[tuple[str, str], ...]:
     return tuple(labels)
 
 
-def _parameter_mentions(example: Example, domain: Any, labels: tuple[tuple[str, str], ...]) -> list[Mention] | None:
-    """Where each parameter's value is named in the example's own question; None when one is
-    not (the query cannot be matched by its question)."""
+def _question_mentions(example: Example, domain: Any, labels: tuple[tuple[str, str], ...]) -> list[Mention] | None:
+    """The values a verified query's own question names; None when one of its parameters is
+    not among them (the query cannot be matched by its question)."""
     entities = domain.entities.link(example.question)[0] if domain.entities is not None else []
     mentions = find_mentions(example.question, entities, labels)
-    chosen: list[Mention] = []
-    for param in example.params:
-        hit = next((m for m in mentions if m.kind == param.kind and m.value == param.value and m not in chosen), None)
-        if hit is None:
-            return None
-        chosen.append(hit)
-    return chosen
+    return mentions if parameter_mentions(example.params, mentions) is not None else None
 
 
 def _verified(ctx: Context, semantic: _Semantic, question: str, entities: list[Any], trace: Trace,
@@ -180,42 +183,45 @@ def _verified(ctx: Context, semantic: _Semantic, question: str, entities: list[A
                         grounds=grounds)
 
 
-def _choose(ctx: Context, semantic: _Semantic, question: str, found: dict[str, list[str]],
-            entities: list[Any], trace: Trace) -> tuple[Request | None, str]:
-    """The model's semantic request, or None and why there is none."""
-    with trace.step("semantic request") as step:
-        schema = request_schema(semantic.catalog, terms_of(question, semantic.catalog, found))
-        lines = [f'"{m.mention}" is {m.name!r} ({" or ".join(semantic.entity_dimensions.get(m.table.lower(), ()))})'
-                 for m in entities if semantic.entity_dimensions.get(m.table.lower())]
-        found_text = ("Names found in the question: " + "; ".join(lines) + "\n") if lines else ""
-        examples = semantic.examples.nearest(question, ctx.settings.compiled.k)
-        step["examples"] = [e.question for e in examples]
-        shown = "".join(f"Question: {e.question}\nRequest: {json.dumps(e.request, ensure_ascii=False)}\n\n"
-                        for e in examples)
-        system, user = load_prompt("semantic_request").render(
-            name=semantic.name, catalog="", examples=shown, question=question.strip(),
-            found=found_text)
-        request = ChatRequest(messages=(system.model_copy(update={"content": semantic.system}), user),
-                              temperature=0.0, max_tokens=_MAX_TOKENS, seed=ctx.settings.llm.seed,
-                              json_schema=schema)
+def _chat(ctx: Context, semantic: _Semantic, question: str, found: dict[str, list[str]],
+          entities: list[Any]) -> ChatRequest:
+    """The request for a semantic request: the semantic model (shared by every question), the
+    nearest solved examples with their requests, the question and the names found in it,
+    under a JSON schema of what the question grounds."""
+    schema = request_schema(semantic.catalog, terms_of(question, semantic.catalog, found))
+    lines = [f'"{m.mention}" is {m.name!r} ({" or ".join(semantic.entity_dimensions.get(m.table.lower(), ()))})'
+             for m in entities if semantic.entity_dimensions.get(m.table.lower())]
+    found_text = ("Names found in the question: " + "; ".join(lines) + "\n") if lines else ""
+    examples = semantic.examples.nearest(question, ctx.settings.compiled.k)
+    shown = "".join(f"Question: {e.question}\nRequest: {json.dumps(e.request, ensure_ascii=False)}\n\n"
+                    for e in examples)
+    system, user = load_prompt("semantic_request").render(
+        name=semantic.name, catalog="", examples=shown, question=question.strip(), found=found_text)
+    return ChatRequest(messages=(system.model_copy(update={"content": semantic.system}), user),
+                       temperature=0.0, max_tokens=_MAX_TOKENS, seed=ctx.settings.llm.seed, json_schema=schema)
+
+
+def _ask(ctx: Context, chat: ChatRequest, trace: Trace, name: str) -> tuple[Request | None, str, str | None]:
+    """The model's semantic request (or None and why there is none) and its reply's text."""
+    with trace.step(name) as step:
         try:
-            completion = ctx.llm.complete(request)
+            completion = ctx.llm.complete(chat)
         except LLMError as err:
             step["error"] = str(err)
-            return None, f"the language model failed: {err}"
+            return None, f"the language model failed: {err}", None
         step["calls"].append(completion)
         raw = parse_json(completion.text)
         step["answer"] = raw if raw is not None else completion.text
         if raw is None:
-            return None, "the model's answer was not a JSON request"
+            return None, "the model's answer was not a JSON request", completion.text
         try:
             chosen = Request.model_validate(raw)
         except ValidationError as err:
             first = err.errors()[0]
             where = ".".join(str(p) for p in first["loc"])
-            return None, f"the model's request does not fit the schema ({where}: {first['msg']})"
+            return None, f"the model's request does not fit the schema ({where}: {first['msg']})", completion.text
         step["request"] = chosen.to_json()
-    return chosen, ""
+    return chosen, "", completion.text
 
 
 def _run(ctx: Context, semantic: _Semantic, request: Request, trace: Trace, grounds: dict[str, Any]) -> Answer:

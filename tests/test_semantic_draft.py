@@ -1,0 +1,95 @@
+"""`groundsql init` drafts a semantic model that loads and compiles, with the conversions the
+data shows, and drafted solved examples that are verified-query templates."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from groundsql.api import demo_database_url
+from groundsql.db import Database
+from groundsql.packs.draft import draft_pack
+from groundsql.packs.load import load_pack
+from groundsql.semantic.compile import compile_request
+from groundsql.semantic.load import catalog_for, check_data
+from groundsql.semantic.request import Request
+from tests.conftest import spider_db
+
+
+def drafted(db: Database, out: Path):
+    summary = draft_pack(db, out)
+    pack = load_pack(out)
+    assert summary.semantic and pack.semantic is not None and pack.semantic.drafted
+    catalog = catalog_for(pack.semantic, db.introspect(), pack.semantic_path, tuple(e.table for e in pack.entities))
+    check_data(catalog, db, pack.semantic_path)
+    return pack, catalog
+
+
+@pytest.fixture(scope="module")
+def demo_draft(tmp_path_factory):
+    db = Database(demo_database_url())
+    pack, catalog = drafted(db, tmp_path_factory.mktemp("demo-pack"))
+    yield db, pack, catalog
+    db.close()
+
+
+def test_the_demo_draft_sees_the_unit_factor_and_the_rate_table(demo_draft) -> None:
+    db, pack, catalog = demo_draft
+    conv = pack.semantic.currency
+    assert conv is not None and (conv.table, conv.base, conv.code) == ("exchange_rate", "USD", "iso_code")
+    amount = catalog.field("data_value_amount")
+    assert amount is not None and "ref_unit.multiplier" in amount.source.expr
+    assert amount.source.currency.date == "financial_period.period_end_date"
+    assert catalog.field("percent_acquired_amount") is None  # a percentage is no amount
+    # Roles: the self-reference is joined only through the dimension that names it.
+    parent = next(r for r in pack.semantic.relationships if r.from_ == r.to == "company")
+    assert parent.automatic is False and catalog.field("company_parent_company").via == (parent.name,)
+
+
+def test_the_drafted_model_compiles_a_converted_total(demo_draft) -> None:
+    db, pack, catalog = demo_draft
+    request = Request.model_validate({"select": ["company", "data_value_amount"],
+                                      "where": [{"field": "fiscal_year", "value": 2023},
+                                                {"field": "data_item", "value": "Total Revenue"},
+                                                {"field": "period_type", "value": "Annual"}],
+                                      "currency": "USD", "order_by": [{"field": "data_value_amount", "desc": True}],
+                                      "limit": 3})
+    sql = compile_request(catalog, request).sql
+    rows = db.execute(sql).rows
+    assert len(rows) == 3 and rows[0][1] > rows[2][1] > 0
+
+
+def test_drafted_examples_are_templates_with_parameters(demo_draft, tmp_path) -> None:
+    _, pack, _ = demo_draft
+    templated = [e for e in pack.bank if e.params]
+    assert templated and all(e.drafted for e in templated)
+    kinds = {p.kind for e in templated for p in e.params}
+    assert {"label", "limit"} <= kinds
+
+
+def test_a_spider_database_gets_a_draft_that_loads(tmp_path) -> None:
+    with Database(f"sqlite:///{spider_db('concert_singer')}") as db:
+        pack, catalog = drafted(db, tmp_path / "pack")
+        assert catalog.of_kind("measure") and catalog.of_kind("dimension")
+        assert pack.semantic.currency is None  # no rate table: nothing converts
+
+
+def test_an_existing_semantic_model_is_kept(tmp_path) -> None:
+    with Database(f"sqlite:///{spider_db('concert_singer')}") as db:
+        out = tmp_path / "pack"
+        draft_pack(db, out)
+        mine = (out / "semantic.yaml").read_text() + "# edited by a person\n"
+        (out / "semantic.yaml").write_text(mine)
+        summary = draft_pack(db, out, force=True)
+        assert not summary.semantic and (out / "semantic.yaml").read_text() == mine
+        assert out / "semantic.yaml" in summary.kept
+
+
+def test_the_drafted_file_says_it_is_a_draft(tmp_path) -> None:
+    with Database(f"sqlite:///{spider_db('concert_singer')}") as db:
+        draft_pack(db, tmp_path / "pack")
+    text = (tmp_path / "pack" / "semantic.yaml").read_text()
+    assert text.startswith("# Semantic model drafted by `groundsql init`") and "drafted: true" in text
+    assert json.dumps(text)  # plain text, no control characters to trip an editor
