@@ -118,6 +118,8 @@ def _filter_schema(catalog: Catalog, ref: FieldRef, terms: Terms) -> dict[str, A
                 return None
             one = {"type": "integer", "minimum": 1000, "maximum": 9999} if terms.years is None \
                 else {"enum": list(dict.fromkeys(terms.years))}
+        elif terms.years is not None and not terms.years:
+            return None  # every date the question could mean names its year
         elif ref.grain == "month":
             one = {"type": "string", "pattern": r"^\d{4}-\d{2}$"}
         else:
@@ -126,7 +128,9 @@ def _filter_schema(catalog: Catalog, ref: FieldRef, terms: Terms) -> dict[str, A
                         "value": {"anyOf": [one, {"type": "array", "items": one, "minItems": 2, "maxItems": 2}]}},
                        ["field", "value"])
     # A dimension: the values the question names (all, without a question), or free text for
-    # a dimension that is neither small nor an entity's.
+    # a dimension that is neither small nor an entity's; one of several columns is shown only.
+    if len(ref.exprs) != 1:
+        return None
     listed = catalog.values.get(ref.name)
     entity = ref.source.entity  # type: ignore[union-attr]
     if listed is not None or entity:
