@@ -319,6 +319,37 @@ def demo_config(tmp_path: Path) -> dict:
     return {"state_url": f"sqlite:///{tmp_path / 'state.sqlite'}", "auth": False, "databases": {"demo": DEMO}}
 
 
+def test_the_page_says_which_path_made_the_sql(tab: Page, tmp_path: Path) -> None:
+    """A verified query is shown as trusted with its values; a semantic request as compiled,
+    with the request in the grounds."""
+    import json as _json
+
+    compiled = {**DEMO, "strategy": "compiled"}
+    setup = {**demo_config(tmp_path), "databases": {"demo": compiled}}
+    request = {"select": ["company_count"], "where": [{"field": "country", "value": "Japan"}]}
+    with live_server(setup, llm=scripted(generate=_json.dumps(request))) as (url, _):
+        start(tab, url)
+        ask(tab, "Which companies are subsidiaries of Coral Sea Financial Ltd?")
+        turn = last_turn(tab)
+        path = turn.locator("p.path")
+        expect(path).to_contain_text("Trusted")
+        expect(path).to_contain_text("Which companies are subsidiaries of Keystone Dairy Holdings, Inc.?")
+        expect(path).to_contain_text("company = Coral Sea Financial Ltd")
+        expect(path).to_contain_text("verified by groundsql maintainers")
+        turn.locator(".grounds summary").click()
+        expect(turn.locator(".grounds").get_by_role("heading", name="Verified query")).to_be_visible()
+        shoot(tab, "trusted", tmp_path)
+
+        ask(tab, "How many companies are based in Japan?")
+        turn = last_turn(tab)
+        expect(turn.locator("p.path")).to_contain_text("Compiled")
+        expect(turn.locator("table.result")).to_contain_text("8")
+        turn.locator(".grounds summary").click()
+        grounds = turn.locator(".grounds")
+        expect(grounds.get_by_role("heading", name=re.compile("^Semantic request"))).to_be_visible()
+        expect(grounds).to_contain_text('"company_count"')
+
+
 def test_grounds_show_resolved_ids_entities_tables_examples_and_what_was_not_found(tab: Page,
                                                                                     tmp_path: Path) -> None:
     model = scripted(generate=f"```sql\n{TREND_SQL}\n```")
