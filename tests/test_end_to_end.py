@@ -129,3 +129,24 @@ def test_search_strategy_with_the_real_model(settings: Settings) -> None:
     understand = next(s for s in answer.steps if s.name == "understand")
     assert understand.detail["intent"]  # the grammar-held semantic state was read
     assert _same_result(answer.rows, again, False)
+
+
+def test_compiled_path_with_the_real_model(settings: Settings) -> None:
+    """The request path on a real model: one call under the grammar, a request that parses
+    into the semantic model's names, compiled and run. It proves the path, not accuracy."""
+    settings = settings.model_copy(update={"compiled": settings.compiled.model_copy(update={"fallback": False})})
+    with groundsql.connect(settings=settings) as session:
+        answer = session.ask("How many companies are headquartered in Japan?", strategy="compiled")
+    request = answer.grounds.get("request")
+    assert request is not None and set(request) <= {"select", "where", "currency", "scale", "order_by", "limit"}
+    assert 1 <= len(answer.calls) <= 2 and answer.calls[0].completion_tokens < 120
+    assert answer.grounds["path"] in ("semantic", "none")
+    if answer.ok:
+        assert answer.grounds["path"] == "semantic" and answer.rows
+
+
+def test_verified_query_with_the_real_model_loaded_asks_it_nothing(settings: Settings) -> None:
+    with groundsql.connect(settings=settings) as session:
+        answer = session.ask("Which companies are subsidiaries of Coral Sea Financial Ltd?", strategy="compiled")
+    assert answer.ok and not answer.calls and answer.grounds["path"] == "verified"
+    assert {r[0] for r in answer.rows} == {"Gondwana Assurance Pty Ltd", "Kaveri Realty Private Limited"}

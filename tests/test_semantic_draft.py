@@ -39,10 +39,10 @@ def test_the_demo_draft_sees_the_unit_factor_and_the_rate_table(demo_draft) -> N
     db, pack, catalog = demo_draft
     conv = pack.semantic.currency
     assert conv is not None and (conv.table, conv.base, conv.code) == ("exchange_rate", "USD", "iso_code")
-    amount = catalog.field("data_value_amount")
+    amount = catalog.field("total_data_value")
     assert amount is not None and "ref_unit.multiplier" in amount.source.expr
     assert amount.source.currency.date == "financial_period.period_end_date"
-    assert catalog.field("percent_acquired_amount") is None  # a percentage is no amount
+    assert catalog.field("total_percent_acquired").kind == "aggregate"  # a percentage is no amount: no factor
     # Roles: the self-reference is joined only through the dimension that names it.
     parent = next(r for r in pack.semantic.relationships if r.from_ == r.to == "company")
     assert parent.automatic is False and catalog.field("company_parent_company").via == (parent.name,)
@@ -50,11 +50,11 @@ def test_the_demo_draft_sees_the_unit_factor_and_the_rate_table(demo_draft) -> N
 
 def test_the_drafted_model_compiles_a_converted_total(demo_draft) -> None:
     db, pack, catalog = demo_draft
-    request = Request.model_validate({"select": ["company", "data_value_amount"],
+    request = Request.model_validate({"select": ["company", "total_data_value"],
                                       "where": [{"field": "fiscal_year", "value": 2023},
                                                 {"field": "data_item", "value": "Total Revenue"},
                                                 {"field": "period_type", "value": "Annual"}],
-                                      "currency": "USD", "order_by": [{"field": "data_value_amount", "desc": True}],
+                                      "currency": "USD", "order_by": [{"field": "total_data_value", "desc": True}],
                                       "limit": 3})
     sql = compile_request(catalog, request).sql
     rows = db.execute(sql).rows
@@ -93,3 +93,28 @@ def test_the_drafted_file_says_it_is_a_draft(tmp_path) -> None:
     text = (tmp_path / "pack" / "semantic.yaml").read_text()
     assert text.startswith("# Semantic model drafted by `groundsql init`") and "drafted: true" in text
     assert json.dumps(text)  # plain text, no control characters to trip an editor
+
+
+def test_the_logistics_draft_scales_weights_and_converts_invoice_lines(tmp_path) -> None:
+    """A unit applies to the fact named like it; an amount takes the currency of the table it
+    belongs to (an invoice line's, its invoice's)."""
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    path = tmp_path / "logistics.sqlite"
+    subprocess.run([sys.executable, str(REPO / "benchmarks" / "logistics" / "build.py"), str(path)], check=True,
+                   capture_output=True)
+    with Database(f"sqlite:///{path}") as db:
+        pack, catalog = drafted(db, tmp_path / "pack")
+        weight = catalog.field("total_weight").source
+        assert weight.expr == "SUM(weight * ref_unit_of_weight.kg_factor)" and weight.currency is None
+        declared = catalog.field("total_declared_value").source
+        assert "kg_factor" not in declared.expr and declared.currency.column == "declared_currency_id"
+        line = catalog.field("total_amount").source
+        assert (line.currency.column, line.currency.date) == ("invoice.currency_id", "invoice.invoice_date")
+        request = Request.model_validate({"select": ["total_amount"], "where": [{"field": "invoice_date", "value": "2023"}],
+                                          "currency": "EUR"})
+        (total,), = db.execute(compile_request(catalog, request).sql).rows
+        assert total > 0

@@ -327,8 +327,7 @@ def _is_aggregate(parsed: exp.Expression) -> bool:
 
 def _check_currency(catalog: Catalog, schema: Schema, table: LogicalTable, measure: Measure, where: Where) -> None:
     assert measure.currency is not None
-    if schema.table(table.table).column(measure.currency.column) is None:  # type: ignore[union-attr]
-        raise SemanticError(where + ("column",), f"table {table.table!r} has no column {measure.currency.column!r}")
+    _expression(catalog, schema, table, measure.currency.column, where + ("column",))
     _expression(catalog, schema, table, measure.currency.date, where + ("date",))
     if catalog.model.currency is None:
         raise SemanticError(where, "a measure with a currency needs the model's currency: section (the rates)")

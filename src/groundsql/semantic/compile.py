@@ -458,7 +458,7 @@ class _Compiler:
         if code not in self.catalog.currency_keys:
             raise CompileError(f"no currency coded {code!r}")
         own = self._join(self._field_path(ref))
-        currency_column = exp.column(measure.currency.column, own)
+        currency_column = self._qualify_at(self._parse(measure.currency.column), own)
         key = (measure.currency.column, measure.currency.date)
         if key not in self.rate_joins:
             date = self._qualify_at(self._parse(measure.currency.date), own)

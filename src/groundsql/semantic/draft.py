@@ -281,23 +281,34 @@ def _conversions(db: Database, draft: Draft, model: dict[str, Any], tables: dict
     for child, item in tables.items():
         facts = item.get("facts", [])
         unit = units.get(child)
-        currency = _currency_of(draft, child, rates) if rates is not None else None
+        currency = _currency_of(draft, child, rates, logical) if rates is not None else None
         if not facts or (unit is None and currency is None):
             continue
-
+        # A unit's factor applies to the fact named like the unit (weight for a weight unit);
+        # a currency to the amounts. Without either word: the amounts, or a table's only fact.
+        measured = _unit_words(unit[0]) if unit is not None else set()
+        scaled = [f for f in facts if set(_words(f["expr"])) & measured]
         amounts = [f for f in facts if set(_words(f["expr"])) & _AMOUNT_WORDS] or (facts if len(facts) == 1 else [])
-        for fact in amounts[:6]:
+        for fact in list(dict.fromkeys(map(id, scaled + amounts))):
+            fact = next(f for f in facts if id(f) == fact)
+            unit_here = unit is not None and (fact in scaled or not scaled)
+            currency_here = currency if fact in amounts and fact not in scaled else None
+            if not unit_here and currency_here is None:
+                continue
             value = fact["expr"]
-            if unit is not None:
+            if unit_here:
                 value = f"{value} * {logical[unit[0].parent.lower()]}.{unit[1]}"
-            measure: dict[str, Any] = {"name": names.take(f"{fact['name']}_amount", child),
+            # The converted total takes the natural name; the raw sum, which adds units or
+            # currencies together, is not offered.
+            fact["aggregations"] = []
+            measure: dict[str, Any] = {"name": names.take(f"total_{fact['name']}", child),
                                        "expr": f"SUM({value})"}
             about = [f"{fact['expr']}"]
-            if unit is not None:
-                about.append(f"times {unit[0].parent}.{unit[1]} (the amount in units)")
-            if currency is not None:
-                measure["currency"] = currency
-                about.append(f"in the currency of {currency['column']}, convertible at {currency['date']}")
+            if unit_here:
+                about.append(f"times {unit[0].parent}.{unit[1]} (the amount in base units)")
+            if currency_here is not None:
+                measure["currency"] = currency_here
+                about.append(f"in the currency of {currency_here['column']}, convertible at {currency_here['date']}")
             else:
                 measure["scalable"] = True
             measure["description"] = " ".join(about)
@@ -355,12 +366,31 @@ def _is_code(db: Database, table: str, column: str) -> bool:
     return bool(values) and all(isinstance(v, str) and re.fullmatch(r"[A-Z]{3}", v) for v in values)
 
 
-def _currency_of(draft: Draft, child: str, rates: dict[str, Any]) -> dict[str, str] | None:
-    """The currency column of a table and the date to convert its amounts at: its own date,
-    or one of a table it refers to."""
+def _unit_words(join: Join) -> set[str]:
+    """What a unit measures, by the names of its key column and table (weight_unit_id,
+    ref_unit_of_weight: weight)."""
+    generic = {"unit", "units", "id", "ref", "of", "uom", "key"}
+    return (set(_words(join.child_column)) | set(_words(join.parent))) - generic
+
+
+def _currency_of(draft: Draft, child: str, rates: dict[str, Any], logical: dict[str, str]) -> dict[str, str] | None:
+    """The currency column of a table and the date to convert its amounts at: its own, or
+    those of a table it refers to (an invoice line's amount is in its invoice's currency)."""
     if child == rates["rates"]:
         return None
     to_currency = [j for j in draft.joins if j.child.lower() == child and j.parent.lower() == rates["currencies"]]
+    if not to_currency:
+        for join in draft.joins:
+            if join.child.lower() != child or join.parent.lower() == child:
+                continue
+            parent = _currency_of(draft, join.parent.lower(), {**rates, "nested": True}, logical) \
+                if not rates.get("nested") else None
+            if parent is not None:
+                prefix = logical[join.parent.lower()]
+                column = parent["column"] if "." in parent["column"] else f"{prefix}.{parent['column']}"
+                date = parent["date"] if "." in parent["date"] else f"{prefix}.{parent['date']}"
+                return {"column": column, "date": date}
+        return None
     if len(to_currency) != 1:
         return None
     table = draft.schema.table(child)
@@ -374,7 +404,7 @@ def _currency_of(draft: Draft, child: str, rates: dict[str, Any]) -> dict[str, s
         dates = [c for c, is_date in periods(parent) if is_date] if parent is not None else []
         if dates:
             return {"column": to_currency[0].child_column,
-                    "date": f"{_identifier(join.parent)}.{_latest_date(dates).name}"}
+                    "date": f"{logical[join.parent.lower()]}.{_latest_date(dates).name}"}
     return None
 
 

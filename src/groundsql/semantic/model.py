@@ -133,7 +133,7 @@ class DefaultFilter(_Strict):
 class CurrencyOf(_Strict):
     """Where a measure's amounts say their currency and the date to convert them at."""
 
-    column: str  # the currency key of each row (a column of the measure's table)
+    column: str  # the currency key of each row: a column, or other_table.column (an invoice's)
     date: str  # the date a rate applies to: a column, or other_table.column
 
 
