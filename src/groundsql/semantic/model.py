@@ -54,14 +54,22 @@ class _Field(_Strict):
         return _listed(value)
 
 
-class Dimension(_Field):
+class _Placed(_Field):
+    # Relationships from this table, in order: the expression is read on the table they lead
+    # to, under an alias of its own (the parent company, a deal's target company).
+    via: tuple[str, ...] = ()
+
+    @field_validator("via", mode="before")
+    @classmethod
+    def _via(cls, value: object) -> object:
+        return _listed(value)
+
+
+class Dimension(_Placed):
     """What rows are grouped, listed or filtered by. Several expressions make one dimension of
     several columns (a person's first and last name)."""
 
     expr: tuple[str, ...] = Field(min_length=1)
-    # Relationships from this table, in order: the expression is read on the table they lead
-    # to, under an alias of its own (the parent company, a deal's target company).
-    via: tuple[str, ...] = ()
     # An entity table of pack.yaml: its values are names that entity linking resolves.
     entity: str | None = None
     # Values shown to the model; a small dimension's values are all read from the data.
@@ -70,23 +78,17 @@ class Dimension(_Field):
     # Executive Officer: [CEO].
     value_synonyms: dict[str, tuple[str, ...]] = Field(default_factory=dict)
 
-    @field_validator("expr", "via", "sample_values", mode="before")
+    @field_validator("expr", "sample_values", mode="before")
     @classmethod
     def _lists(cls, value: object) -> object:
         return _listed(value)
 
 
-class TimeDimension(_Field):
+class TimeDimension(_Placed):
     expr: str
-    via: tuple[str, ...] = ()
     type: Literal["date", "datetime", "year"] = "date"  # year: a whole-number year column
     grains: tuple[Literal["year", "quarter", "month", "day"], ...] = ()
     fiscal: bool = False  # a fiscal year: named after the calendar year in which it ends
-
-    @field_validator("via", mode="before")
-    @classmethod
-    def _lists(cls, value: object) -> object:
-        return _listed(value)
 
     def grain_name(self, grain: str) -> str:
         """The field name of this dimension at a grain: announced_date -> announced_year."""
@@ -98,17 +100,11 @@ class TimeDimension(_Field):
         return f"{stem}_{grain}"
 
 
-class Fact(_Field):
+class Fact(_Placed):
     """A row-level number: listed or compared as stored, or aggregated by name (max_close_price)."""
 
     expr: str
-    via: tuple[str, ...] = ()
     aggregations: tuple[Literal["sum", "avg", "min", "max"], ...] = AGGREGATIONS
-
-    @field_validator("via", mode="before")
-    @classmethod
-    def _lists(cls, value: object) -> object:
-        return _listed(value)
 
     def aggregate_name(self, aggregation: str) -> str:
         """total_volume, avg_close_price: the words a question uses, not SQL's SUM."""
