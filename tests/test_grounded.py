@@ -319,7 +319,14 @@ def test_entity_linking_finds_names_typos_and_misses(demo) -> None:
     assert index.link("Volume of Ashcombe Marsh in March 2023, in Swiss francs?")[1] == []
     _, unresolved = index.link("What is the total revenue of Zyxcorp Quantum?")
     assert [u.mention for u in unresolved] == ["Zyxcorp Quantum"] and unresolved[0].confidence < 0.7
-    assert normalize_name("Acme Holdings, Inc.") == "acme holdings"
+    assert normalize_name("Acme Holdings, Inc.") == "acme"
+    # A company is named without its legal form, its "Holdings" or its "Group" as often as with.
+    for question, name in [
+        ("What was Foxhollow Systems' gross margin in 2023?", "Foxhollow Systems Holdings, Inc."),
+        ("What percentage of Tenryu Retail changed hands?", "Tenryu Retail K.K."),
+        ("What was Nordvik Medical's average quarterly revenue?", "Nordvik Medical AB (publ)"),
+    ]:
+        assert [m.name for m in index.link(question)[0]] == [name], question
     # Capitalised words that are no names: nationality adjectives, abbreviations, sentence
     # starts, searched-for patterns, hyphenated words of known values.
     for question, unknown in [

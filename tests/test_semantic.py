@@ -21,8 +21,8 @@ from groundsql.safety import run_validated
 from groundsql.semantic.catalog import Catalog
 from groundsql.semantic.compile import CompileError, compile_request
 from groundsql.semantic.load import catalog_for, check_data, load_semantic
-from groundsql.semantic.request import Request, request_schema
-from groundsql.semantic.terms import named_currencies, named_scales, terms_of
+from groundsql.semantic.request import Request, request_schema, with_ranges
+from groundsql.semantic.terms import named_currencies, named_scales, terms_of, year_ranges
 from groundsql.strategies.grounded import demo_pack_path
 
 SEMANTIC = demo_pack_path() / "semantic.yaml"
@@ -154,6 +154,37 @@ CASES: dict[str, tuple[dict[str, Any], str]] = {
         "SELECT DISTINCT c.company_name FROM financial_data fd JOIN financial_period fp ON fd.financial_period_id = "
         "fp.financial_period_id JOIN company c ON fp.company_id = c.company_id JOIN ref_currency cur "
         "ON fd.currency_id = cur.currency_id WHERE cur.iso_code = 'AUD' ORDER BY c.company_name"),
+    "two equalities on one dimension are either value, and a listing shows which": (
+        {"select": ["company"], "where": [{"field": "company_status", "value": "Reorganizing"},
+                                          {"field": "company_status", "value": "Out of Business"}]},
+        "SELECT c.company_name, s.status_name FROM company c JOIN ref_company_status s ON c.company_status_id = "
+        "s.company_status_id WHERE s.status_name IN ('Reorganizing', 'Out of Business') ORDER BY c.company_name"),
+    "the change of a measure between two years, in percent": (
+        {"select": ["revenue"], "where": [{**C, "value": "Pampulha Pharmaceuticals S.A."}],
+         "change": {"field": "fiscal_year", "from": 2022, "to": 2023, "percent": True}},
+        "WITH r AS (SELECT fp.fiscal_year AS y, fd.data_value * u.multiplier AS v FROM financial_data fd JOIN "
+        "financial_period fp ON fd.financial_period_id = fp.financial_period_id JOIN company c ON fp.company_id = "
+        "c.company_id JOIN ref_unit u ON fd.unit_id = u.unit_id WHERE c.company_name = 'Pampulha Pharmaceuticals S.A.' "
+        "AND fp.period_type_id = 1 AND fd.data_item_id = 28) "
+        "SELECT (a.v - b.v) * 100.0 / b.v FROM r a JOIN r b ON a.y = 2023 AND b.y = 2022"),
+    "the change per company, ordered by it": (
+        {"select": ["company", "revenue"], "where": [{"field": "industry", "value": "Automobile Manufacturers"}],
+         "change": {"field": "fiscal_year", "from": 2022, "to": 2023, "percent": True},
+         "order_by": [{"field": "revenue", "desc": True}]},
+        "WITH r AS (SELECT c.company_name AS n, fp.fiscal_year AS y, fd.data_value * u.multiplier AS v FROM "
+        "financial_data fd JOIN financial_period fp ON fd.financial_period_id = fp.financial_period_id JOIN company c "
+        "ON fp.company_id = c.company_id JOIN ref_industry i ON c.industry_id = i.industry_id JOIN ref_unit u ON "
+        "fd.unit_id = u.unit_id WHERE i.industry_name = 'Automobile Manufacturers' AND fp.period_type_id = 1 AND "
+        "fd.data_item_id = 28) SELECT a.n, (a.v - b.v) * 100.0 / b.v AS g FROM r a JOIN r b ON a.n = b.n "
+        "AND a.y = 2023 AND b.y = 2022 ORDER BY g DESC"),
+    "the change in millions, scaled once": (
+        {"select": ["ebitda"], "where": [{**C, "value": "Hollis Point Electric Holdings, Inc."}], "scale": "millions",
+         "change": {"field": "fiscal_year", "from": 2022, "to": 2023}},
+        "WITH r AS (SELECT fp.fiscal_year AS y, fd.data_value * u.multiplier AS v FROM financial_data fd JOIN "
+        "financial_period fp ON fd.financial_period_id = fp.financial_period_id JOIN company c ON fp.company_id = "
+        "c.company_id JOIN ref_unit u ON fd.unit_id = u.unit_id JOIN ref_data_item di ON fd.data_item_id = "
+        "di.data_item_id WHERE c.company_name = 'Hollis Point Electric Holdings, Inc.' AND fp.period_type_id = 1 "
+        "AND di.data_item_name = 'EBITDA') SELECT (a.v - b.v) / 1e6 FROM r a JOIN r b ON a.y = 2023 AND b.y = 2022"),
 }
 
 
@@ -305,6 +336,90 @@ def test_currencies_a_question_names(catalog, question, codes) -> None:
 def test_a_request_shows_only_dimensions_the_question_speaks_of(catalog, question, dimensions) -> None:
     allowed = set(request_schema(catalog, terms_of(question, catalog))["properties"]["select"]["items"]["enum"])
     assert dimensions <= allowed and "company_type" not in allowed and "reporting_currency" not in allowed
+
+
+@pytest.mark.parametrize("question, dimension, unnamed", [
+    # A value is named by its telling word, or by a word made from it, never by a word that
+    # merely begins like it, nor by a word that names a field of the model.
+    ("Count the companies in every sector.", "title", "General Counsel"),
+    ("Which country do the most companies call home?", "deal_status", "Completed"),
+    ("How many securities are there of each security type?", "exchange", "Australian Securities Exchange"),
+    ("How many leveraged buyouts were announced in each year?", "deal_status", "Announced"),
+    ("What was Hikari Telecom's operating income in fiscal 2023?", "company_status", "Operating"),
+])
+def test_a_value_is_not_named_by_a_word_that_only_resembles_it(catalog, question, dimension, unnamed) -> None:
+    assert unnamed not in terms_of(question, catalog).values.get(dimension, ())
+
+
+def test_a_value_is_named_by_a_word_made_from_it(catalog) -> None:
+    values = terms_of("Which Japanese and Canadian companies have deals with status Announced?", catalog).values
+    assert {"Japan", "Canada"} <= set(values["country"]) and values["deal_status"] == ("Announced",)
+
+
+@pytest.mark.parametrize("question, counts", [
+    ("Which specialty chemicals makers are headquartered in the United Kingdom?", False),
+    ("How many companies are headquartered in the United Kingdom?", True),
+    ("Which country do the most companies call home?", True),
+    ("Which companies have more than one stock listing?", True),
+])
+def test_a_count_is_offered_only_when_the_question_counts(catalog, question, counts) -> None:
+    selectable = request_schema(catalog, terms_of(question, catalog))["properties"]["select"]["items"]["enum"]
+    assert any(name.endswith("_count") for name in selectable) == counts
+
+
+def test_how_many_of_a_thing_counts_it_first(catalog) -> None:
+    select = request_schema(catalog, terms_of("How many companies were founded in 2000 or later?", catalog))
+    assert select["properties"]["select"]["prefixItems"] == [{"enum": ["company_count"]}]
+    for question in ("How many diluted shares did Yamabuki have outstanding?", "Which companies are in Japan?"):
+        assert "prefixItems" not in request_schema(catalog, terms_of(question, catalog))["properties"]["select"]
+
+
+def test_a_bare_number_names_no_value_of_a_numbered_dimension(catalog) -> None:
+    assert terms_of("Which companies have more than one stock listing?", catalog).values["fiscal_quarter"] == ()
+    assert terms_of("What was the revenue in the first quarter?", catalog).values["fiscal_quarter"] == (1,)
+
+
+@pytest.mark.parametrize("question, desc", [
+    ("On which day of 2023 did ZELL have its lowest close?", {"const": False}),
+    ("List the companies founded before 1900, oldest first.", {"const": False}),
+    ("Which five companies had the highest revenue in 2023?", {"const": True}),
+    ("Which companies had the highest and the lowest revenue?", {"type": "boolean"}),
+])
+def test_the_order_goes_the_way_the_question_ranks(catalog, question, desc) -> None:
+    order = request_schema(catalog, terms_of(question, catalog))["properties"]["order_by"]["items"]
+    assert order["properties"]["desc"] == desc
+
+
+def _ops(catalog, question: str, field: str) -> list[str]:
+    filters = request_schema(catalog, terms_of(question, catalog))["properties"]["where"]["items"]["anyOf"]
+    return next(f["properties"]["op"]["enum"] for f in filters if f["properties"]["field"]["const"] == field)
+
+
+def test_comparisons_and_negations_only_with_a_word_for_them(catalog) -> None:
+    assert _ops(catalog, "What was the gross margin in each quarter of fiscal 2023?", "fiscal_year") == ["="]
+    assert "<" in _ops(catalog, "Which companies were founded before 1900?", "founded_year")
+    assert "between" in _ops(catalog, "Revenue in each fiscal year from 2019 to 2023", "fiscal_year")
+    assert _ops(catalog, "Which companies are in Japan?", "country") == ["=", "in"]
+    assert "!=" in _ops(catalog, "Which companies are not in Japan?", "country")
+
+
+def test_a_change_between_two_years_only_when_the_question_asks_for_one(catalog) -> None:
+    asked = request_schema(catalog, terms_of("By what percentage did revenue grow from fiscal 2022 to 2023?", catalog))
+    change = asked["properties"]["change"]["properties"]
+    assert change["from"] == {"enum": [2022, 2023]} and "fiscal_year" in change["field"]["enum"]
+    assert "change" not in request_schema(catalog, terms_of("Revenue in fiscal 2022 and 2023", catalog))["properties"]
+    assert "change" not in request_schema(catalog, terms_of("How did revenue grow in 2023?", catalog))["properties"]
+
+
+def test_the_ends_of_a_stated_span_of_years_are_the_span(catalog) -> None:
+    question = "What was the free cash flow margin in each fiscal year from 2019 to 2023?"
+    assert year_ranges(question) == ((2019, 2023),)
+    request = Request.model_validate({"select": ["fiscal_year", "fcf_margin"], "where": [
+        {"field": "fiscal_year", "value": 2019}, {"field": "fiscal_year", "value": 2023}]})
+    spanned = with_ranges(request, terms_of(question, catalog))
+    assert [f.model_dump() for f in spanned.where] == [{"field": "fiscal_year", "op": "between", "value": [2019, 2023]}]
+    alone = "What was the free cash flow margin in fiscal 2019 and in fiscal 2023?"
+    assert with_ranges(request, terms_of(alone, catalog)) == request
 
 
 def test_scales_a_question_names() -> None:

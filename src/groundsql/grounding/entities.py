@@ -28,8 +28,11 @@ __all__ = ["EntityIndex", "EntityMatch", "Unresolved", "names_a_value", "normali
 
 _TOKEN = re.compile(r"[\w&.'-]+", re.UNICODE)
 _LEGAL_SUFFIXES = re.compile(
-    r"\s+(limited|ltd|plc|inc|incorporated|corp|corporation|co|llc|ag|gmbh|sa|sas|s\.a|se|nv|"
-    r"n\.v|bv|b\.v|spa|s\.p\.a|ab|asa|oyj|kk|pty)\.?$", re.IGNORECASE)
+    r"\s+(limited|ltd|plc|inc|incorporated|corp|corporation|co|llc|llp|lp|ag|gmbh|sa|sas|s\.a|se|nv|"
+    r"n\.v|bv|b\.v|spa|s\.p\.a|ab|\(publ\)|asa|oyj|kk|k\.k|pty|pte|private|"
+    # A holding or a group is named without the word as often as with it ("Foxhollow Systems"
+    # for "Foxhollow Systems Holdings, Inc.").
+    r"holdings?|group)\.?$", re.IGNORECASE)
 # Capitalised words that name no entity: calendar words, and the words that start questions.
 _CALENDAR = frozenset("""
 january february march april may june july august september october november december
@@ -183,7 +186,8 @@ class EntityIndex:
             return []
         found = (self.names[int(i)] for i in self._lsh.query(self._minhash(plain)))
         scored = [(self._score(plain, entry), entry) for entry in found]
-        exact = [e for e in self.names if e.plain == plain]  # short names LSH may miss
+        seen = {id(e) for s, e in scored if s == 1.0}
+        exact = [e for e in self.names if e.plain == plain and id(e) not in seen]  # short names LSH may miss
         scored += [(1.0, e) for e in exact]
         return sorted(scored, key=lambda s: (-s[0], s[1].name))
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import calendar
 import re
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -74,7 +75,72 @@ Path = tuple[_Step, ...]
 
 
 def compile_request(catalog: Catalog, request: Request) -> Compiled:
+    if request.change is not None:
+        return _change(catalog, request)
     return _Compiler(catalog, request).compile()
+
+
+def _change(catalog: Catalog, request: Request) -> Compiled:
+    """The selected measures at the change's `to` less at its `from`, by the other dimensions:
+    the request compiled once for each period (each a subquery, so every measure, default
+    and conversion is what it is alone), joined on the dimensions they share."""
+    change = request.change
+    assert change is not None
+    ref = catalog.field(change.field)
+    if ref is None or ref.kind != "time":
+        raise CompileError(f"a change is between two values of a time dimension, and {change.field!r} is none")
+    if change.from_ == change.to:
+        raise CompileError(f"a change from {change.from_} to the same {change.field}")
+    where = tuple(f for f in request.where if f.field != change.field)
+    plans = []
+    for value in (change.to, change.from_):
+        # Scaled once, the difference ("by how many millions"), not each side.
+        period = request.model_copy(update={"change": None, "order_by": (), "limit": None, "scale": None,
+                                            "where": (*where, Filter(field=change.field, value=value))})
+        compiler = _Compiler(catalog, period)
+        plans.append((compiler, *compiler.select()))
+    (now, query, outputs, dims, measures), (_, before, _, _, _) = plans
+    if not measures:
+        raise CompileError("a change is of a measure: the request selects none")
+    dialect = catalog.dialect
+    shown = [name for d in dims for name in outputs[d.name]]
+    select: list[exp.Expression] = [exp.column(name, table="cur") for name in shown]
+    columns: dict[str, str] = {name: name for name in shown}
+    for m in measures:
+        new, old = exp.column(m.name, table="cur"), exp.column(m.name, table="prev")
+        difference: exp.Expression = exp.Sub(this=new, expression=old)
+        name = f"{m.name}_change"
+        if change.percent:
+            name += "_pct"
+            nonzero = exp.Nullif(this=old.copy(), expression=exp.Literal.number(0))
+            difference = exp.Div(this=exp.Mul(this=_paren(difference), expression=exp.Literal.number("100.0")),
+                                 expression=nonzero)
+        elif request.scale and m.source.amount:  # type: ignore[union-attr]
+            difference = exp.Div(this=_paren(difference), expression=exp.Literal.number(repr(SCALES[request.scale])),
+                                 typed=True)
+        select.append(exp.alias_(difference, name, quoted=False))
+        columns[m.name] = name
+    joined = exp.select(*select).from_(exp.Subquery(this=query, alias=exp.TableAlias(this=exp.to_identifier("cur"))))
+    other = exp.Subquery(this=before, alias=exp.TableAlias(this=exp.to_identifier("prev")))
+    if shown:
+        on = _and([exp.EQ(this=exp.column(name, table="cur"), expression=exp.column(name, table="prev"))
+                   for name in shown])
+        joined = joined.join(other, on=on)
+    else:
+        joined = joined.join(other, join_type="cross")
+    def column(name: str) -> exp.Column:  # a dimension is in both subqueries: cur's
+        return exp.column(name, table="cur") if name in shown else exp.column(name)
+
+    asked = [o for o in request.order_by if o.field in columns]
+    order = [_ordered(column(columns[o.field]), o.desc, dialect) for o in asked]
+    order += [_ordered(column(name), False, dialect) for name in shown if name not in {columns[o.field] for o in asked}]
+    if order:
+        joined = joined.order_by(*order)
+    if request.limit is not None:
+        joined = joined.limit(request.limit)
+    notes = (*now.notes, f"the change of {', '.join(m.name for m in measures)} from {change.field} {change.from_} "
+             f"to {change.to}" + (" in percent of the first" if change.percent else ""))
+    return Compiled(joined.sql(dialect=dialect), now.base, tuple(dict.fromkeys(notes)))
 
 
 class _Compiler:
@@ -93,6 +159,17 @@ class _Compiler:
     # -- the plan ------------------------------------------------------------------------------
 
     def compile(self) -> Compiled:
+        query, outputs, dims, measures = self.select()
+        order = self._order(outputs, dims, measures)
+        if order:
+            query = query.order_by(*order)
+        if self.request.limit is not None:
+            query = query.limit(self.request.limit)
+        return Compiled(query.sql(dialect=self.dialect), self.base, tuple(self.notes))
+
+    def select(self) -> tuple[exp.Select, dict[str, list[str]], list[FieldRef], list[FieldRef]]:
+        """The query without its order and limit; the columns of each field; the dimensions
+        and measures shown."""
         req = self.request
         chosen = [self._ref(name, ("measure", "derived", "aggregate", "dimension", "time", "fact"), "field to select")
                   for name in _unique(req.select)]
@@ -107,6 +184,7 @@ class _Compiler:
         # A dimension filtered to one value is the same on every row: it answers nothing; next
         # to a measure, one filtered to a year or a month would only split the measure by day.
         single = {f.field for f, ref in filters if f.op == "=" and (_one_value(f.value, ref) or measures)}
+        single -= {name for name, n in Counter(f.field for f, _ in filters if f.op == "=").items() if n > 1}
         if measures or len(dims) > 1:
             kept = [d for d in dims if d.name not in single]
             if len(kept) < len(dims):
@@ -117,6 +195,16 @@ class _Compiler:
         self.base = self._base(measures, dims, filters)
         self.base_table = self.catalog.table(self.base)
         self.aliases[()] = self._new_alias(self.base_table.name)
+        filters = self._either(filters)
+        if not measures:
+            # A listing filtered to several values of a dimension shows which row has which
+            # ("reorganizing or out of business": each company's status).
+            shown = {d.name for d in dims}
+            for flt, ref in filters:
+                if ref.kind == "dimension" and flt.op == "in" and ref.name not in shown and len(ref.exprs) == 1 \
+                        and not self._many(ref):
+                    dims.append(ref)
+                    shown.add(ref.name)
 
         select: list[exp.Expression] = []
         group: list[exp.Expression] = []
@@ -159,12 +247,7 @@ class _Compiler:
             query = query.having(_and(having))
         if not aggregated and not any(d.kind == "fact" for d in dims):
             query = query.distinct()
-        order = self._order(outputs, dims, measures)
-        if order:
-            query = query.order_by(*order)
-        if req.limit is not None:
-            query = query.limit(req.limit)
-        return Compiled(query.sql(dialect=self.dialect), self.base, tuple(self.notes))
+        return query, outputs, dims, measures
 
     def _ref(self, name: str, kinds: tuple[str, ...] | None, role: str) -> FieldRef:
         ref = self.catalog.field(name)
@@ -187,6 +270,36 @@ class _Compiler:
                 continue
             kept.append((flt, ref))
         return kept
+
+    def _either(self, filters: list[tuple[Filter, FieldRef]]) -> list[tuple[Filter, FieldRef]]:
+        """Equalities on one field of a row that holds one value of it (a company's country,
+        a period's year) cannot all hold: the model meant either value, an IN. A field reached
+        through a one-to-many step keeps them apart (a company with both roles)."""
+        merged: dict[str, list[Any]] = {}
+        for flt, ref in filters:
+            if flt.op in ("=", "in") and ref.kind in ("dimension", "time") and not self._many(ref) \
+                    and (ref.kind == "dimension" or _one_value(flt.value, ref)):
+                merged.setdefault(ref.name, []).extend(flt.value if isinstance(flt.value, list) else [flt.value])
+        kept: list[tuple[Filter, FieldRef]] = []
+        done: set[str] = set()
+        for flt, ref in filters:
+            values = merged.get(ref.name)
+            if values is None or len(values) == 1:
+                kept.append((flt, ref))
+            elif ref.name not in done:
+                done.add(ref.name)
+                values = list(dict.fromkeys(values))
+                one = values[0] if len(values) == 1 else values
+                kept.append((Filter(field=ref.name, op="=" if len(values) == 1 else "in", value=one), ref))
+        return kept
+
+    def _many(self, ref: FieldRef) -> bool:
+        """Whether `ref` can hold several values for one row of the base (it is read through
+        a one-to-many relationship)."""
+        try:
+            return ref.kind == "filter" or any(step.fans_out for step in self._field_path(ref))
+        except CompileError:
+            return True
 
     def _measure_parts(self, refs: list[FieldRef]) -> list[FieldRef]:
         parts: list[FieldRef] = []
@@ -634,15 +747,19 @@ class _Compiler:
         return order
 
     def _ordered(self, name: str, desc: bool) -> exp.Ordered:
-        # Where the database puts NULLs by itself: no NULLS FIRST/LAST clause to write.
-        from sqlglot.dialects.dialect import Dialect
-
-        nulls = Dialect.get_or_raise(self.dialect).NULL_ORDERING
-        first = nulls == "nulls_are_large" if desc else nulls == "nulls_are_small"
-        return exp.Ordered(this=exp.column(name), desc=desc, nulls_first=first)
+        return _ordered(exp.column(name), desc, self.dialect)
 
 
 # -- helpers --------------------------------------------------------------------------------------
+
+
+def _ordered(column: exp.Expression, desc: bool, dialect: str) -> exp.Ordered:
+    # Where the database puts NULLs by itself: no NULLS FIRST/LAST clause to write.
+    from sqlglot.dialects.dialect import Dialect
+
+    nulls = Dialect.get_or_raise(dialect).NULL_ORDERING
+    first = nulls == "nulls_are_large" if desc else nulls == "nulls_are_small"
+    return exp.Ordered(this=column, desc=desc, nulls_first=first)
 
 
 def _one_value(value: Any, ref: FieldRef) -> bool:

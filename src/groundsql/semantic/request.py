@@ -50,6 +50,18 @@ class Order(_Strict):
     desc: bool = False
 
 
+class Change(_Strict):
+    """The change of the selected measures from one period to another ("from fiscal 2022 to
+    2023"): their value at `to` less their value at `from`, or that difference in percent of
+    the value at `from`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+    field: str  # a time dimension
+    from_: Scalar = Field(alias="from")
+    to: Scalar
+    percent: bool = False
+
+
 class Request(_Strict):
     # Measures and dimensions (and stored numbers) to show; next to a measure, the others
     # group it, as in SQL.
@@ -59,10 +71,26 @@ class Request(_Strict):
     scale: Literal["thousands", "millions", "billions", "trillions"] | None = None
     order_by: tuple[Order, ...] = ()
     limit: int | None = Field(None, ge=1, le=10_000)
+    change: Change | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The request as the model wrote it, without the parts left empty."""
-        return self.model_dump(mode="json", exclude_defaults=True)
+        return self.model_dump(mode="json", exclude_defaults=True, by_alias=True)
+
+
+def with_ranges(request: Request, terms: Terms) -> Request:
+    """The request as its question reads: the two years of a span the question states ("from
+    2019 to 2023") filtered on one field are the span, not the two years alone."""
+    where = list(request.where)
+    for low, high in terms.year_ranges:
+        for name in dict.fromkeys(f.field for f in where):
+            ends = [f for f in where if f.field == name and f.op in ("=", "in")]
+            values = {v for f in ends for v in (f.value if isinstance(f.value, list) else [f.value])}
+            if ends and values == {low, high}:
+                at = where.index(ends[0])
+                where = [f for f in where if f not in ends]
+                where.insert(at, Filter(field=name, op="between", value=[low, high]))
+    return request if where == list(request.where) else request.model_copy(update={"where": tuple(where)})
 
 
 # -- the JSON schema a model's answer must satisfy ---------------------------------------------
@@ -77,8 +105,11 @@ def request_schema(catalog: Catalog, terms: Terms | None = None) -> dict[str, An
     fields = [f.name for f in catalog.of_kind("dimension", "time", "fact", "measure", "derived", "aggregate")]
     selectable = [name for name in fields if terms.select is None or name in terms.select]
     filters = [_filter_schema(catalog, ref, terms) for ref in catalog.fields.values()]
+    select: dict[str, Any] = {"type": "array", "items": {"enum": selectable}, "minItems": 1, "maxItems": MAX_FIELDS}
+    if terms.counted:  # "how many companies ...": the count comes first, then what groups it
+        select["prefixItems"] = [{"enum": list(terms.counted)}]
     properties: dict[str, Any] = {
-        "select": {"type": "array", "items": {"enum": selectable}, "minItems": 1, "maxItems": MAX_FIELDS},
+        "select": select,
         "where": {"type": "array", "items": {"anyOf": [f for f in filters if f]}, "maxItems": MAX_FILTERS},
     }
     currencies = sorted(catalog.currency_keys) if terms.currencies is None else list(terms.currencies)
@@ -88,12 +119,32 @@ def request_schema(catalog: Catalog, terms: Terms | None = None) -> dict[str, An
     if scales and any(f.kind in ("measure", "derived") and f.source.amount for f in catalog.fields.values()):  # type: ignore[union-attr]
         properties["scale"] = {"enum": scales}
     if terms.ranks:
+        # A question that ranks only by "lowest" (or only by "highest") says the direction.
+        desc = {"type": "boolean"} if terms.direction is None else {"const": terms.direction == "desc"}
         properties["order_by"] = {"type": "array", "maxItems": 2, "items": {
-            "type": "object", "additionalProperties": False, "required": ["field"],
-            "properties": {"field": {"enum": selectable}, "desc": {"type": "boolean"}}}}
+            "type": "object", "additionalProperties": False,
+            "required": ["field"] if terms.direction is None else ["field", "desc"],
+            "properties": {"field": {"enum": selectable}, "desc": desc}}}
         properties["limit"] = {"type": "integer", "minimum": 1, "maximum": 1000}
+    change = _change_schema(catalog, terms)
+    if change is not None:
+        properties["change"] = change
     return {"type": "object", "additionalProperties": False, "required": ["select", "where"],
             "properties": properties}
+
+
+def _change_schema(catalog: Catalog, terms: Terms) -> dict[str, Any] | None:
+    """A change between two of the years the question names, of a yearly time dimension;
+    None when the question asks for no change or names fewer than two years."""
+    years = list(dict.fromkeys(terms.years)) if terms.years is not None else None
+    if not terms.changes or (years is not None and len(years) < 2):
+        return None
+    fields = [f.name for f in catalog.of_kind("time") if f.source.type == "year" or f.grain == "year"]  # type: ignore[union-attr]
+    if not fields:
+        return None
+    year: dict[str, Any] = {"type": "integer", "minimum": 1000, "maximum": 9999} if years is None else {"enum": years}
+    return _object({"field": {"enum": fields}, "from": year, "to": year, "percent": {"type": "boolean"}},
+                   ["field", "from", "to"])
 
 
 def _filter_schema(catalog: Catalog, ref: FieldRef, terms: Terms) -> dict[str, Any] | None:
@@ -107,8 +158,8 @@ def _filter_schema(catalog: Catalog, ref: FieldRef, terms: Terms) -> dict[str, A
             if not terms.numbers:
                 return None
             number = {"enum": [int(n) if float(n).is_integer() else n for n in terms.numbers]}
-        return _object({**head, "op": {"enum": ["=", "!=", "<", "<=", ">", ">="]}, "value": number},
-                       ["field", "op", "value"])
+        ops = ["=", "!=", "<", "<=", ">", ">="] if terms.compares else ["=", "!="] if terms.negates else ["="]
+        return _object({**head, "op": {"enum": ops}, "value": number}, ["field", "op", "value"])
     if ref.kind == "time":
         year = ref.source.type == "year" or ref.grain == "year"  # type: ignore[union-attr]
         if ref.grain == "quarter":
@@ -124,7 +175,8 @@ def _filter_schema(catalog: Catalog, ref: FieldRef, terms: Terms) -> dict[str, A
             one = {"type": "string", "pattern": r"^\d{4}-\d{2}$"}
         else:
             one = {"type": "string", "pattern": r"^\d{4}(-Q[1-4]|-\d{2}(-\d{2})?)?$"}
-        return _object({**head, "op": {"enum": ["=", "<", "<=", ">", ">=", "between"]},
+        ops = ["=", "<", "<=", ">", ">=", "between"] if terms.compares or terms.year_ranges else ["="]
+        return _object({**head, "op": {"enum": ops},
                         "value": {"anyOf": [one, {"type": "array", "items": one, "minItems": 2, "maxItems": 2}]}},
                        ["field", "value"])
     # A dimension: the values the question names (all, without a question), or free text for
@@ -140,7 +192,7 @@ def _filter_schema(catalog: Catalog, ref: FieldRef, terms: Terms) -> dict[str, A
         one = {"enum": list(values)}
     else:
         one = {"type": "string", "maxLength": 80}
-    return _object({**head, "op": {"enum": ["=", "!=", "in", "not in"]},
+    return _object({**head, "op": {"enum": ["=", "!=", "in", "not in"] if terms.negates else ["=", "in"]},
                     "value": {"anyOf": [one, {"type": "array", "items": one, "minItems": 1, "maxItems": MAX_VALUES}]}},
                    ["field", "value"])
 

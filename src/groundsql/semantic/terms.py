@@ -11,7 +11,10 @@ grammar therefore admits, per question, only what the question grounds:
 - to filter on: the values of a dimension the question names (by the value's most telling
   word, "Toronto" of "Toronto Stock Exchange", or a synonym the model gives the value:
   "Swiss" for Switzerland), the names entity linking found, the years and numbers it states;
-- a currency and a scale only when named; ordering and a limit only when it ranks.
+- a currency and a scale only when named; ordering and a limit only when it ranks, in the
+  direction its words say ("lowest": ascending); a count only when it asks how many (or
+  ranks or compares); a comparison (<, >, before, after) only with a word for one, a negation
+  only with a word that negates; a change between two periods only when it asks for one.
 
 Everything here is deterministic and cheap (no model); the lists are what the JSON schema of
 semantic/request.py enumerates.
@@ -24,9 +27,11 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from sqlglot import exp
+
 from groundsql.semantic.catalog import Catalog, FieldRef
 
-__all__ = ["Terms", "named_currencies", "named_scales", "ranks", "terms_of"]
+__all__ = ["Terms", "direction", "named_currencies", "named_scales", "ranks", "terms_of", "year_ranges"]
 
 _GENERIC = frozenset("name names number total count value values id the of a an and in".split())
 _RANKING = re.compile(r"\b(most|least|fewest|top|bottom|best|worst|first|last|maximum|minimum|rank\w*|order\w*|"
@@ -47,6 +52,24 @@ _NUMBER = re.compile(r"(?<![\w.])(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s*(%|percent
 _WORD_NUMBER = re.compile(r"\b(" + "|".join(_NUMBER_WORDS) + r")\s+(thousands?|millions?|billions?|trillions?)?",
                           re.I)
 _YEAR = re.compile(r"\b(1[89]\d{2}|20\d{2})\b")
+_FISCAL = r"(?:(?:fiscal|financial|calendar)\s+(?:year\s+)?|fy\s*|the\s+year\s+)?"
+_YEAR_RANGE = re.compile(rf"\b(?:from|between)?\s*{_FISCAL}(1[89]\d{{2}}|20\d{{2}})\s*(?:to|and|through|thru|until|till|-|–)"
+                         rf"\s*{_FISCAL}(1[89]\d{{2}}|20\d{{2}})\b", re.I)
+_COUNT_WORDS = re.compile(r"\b(how many|number of|count\w*|tally|how often|more than|fewer than|less than|"
+                          r"at least|at most|or more|or fewer|several|multiple|\d+ or more)\b", re.I)
+_ASCENDING = re.compile(r"\b(lowest|least|fewest|smallest|oldest|earliest|cheapest|bottom|minimum|ascending|"
+                        r"shortest|weakest|worst)\b", re.I)
+_DESCENDING = re.compile(r"\b(highest|most|largest|biggest|greatest|top|maximum|descending|latest|newest|"
+                         r"longest|strongest|best|most recent|leading)\b", re.I)
+_COMPARING = re.compile(r"\b(more|less|fewer|greater|larger|smaller|higher|lower|above|below|over|under|exceed\w*|"
+                        r"at least|at most|or later|or earlier|before|after|since|until|till|prior|beyond|up to|"
+                        r"within|older|younger|newer|earlier|later|between|through|minimum|maximum|outside|"
+                        r"loss|losses|negative|positive|deficit|profitable|unprofitable|zero)\b|[<>≤≥]", re.I)
+_NEGATING = re.compile(r"\b(not|no|never|except|excluding|exclude\w*|other than|outside|besides|without|"
+                       r"non|neither|nor)\b|n't\b", re.I)
+_CHANGING = re.compile(r"\b(change\w*|grow\w*|growth|increas\w*|decreas\w*|declin\w*|ris[ei]\w*|rose|fall\w*|"
+                       r"fell|drop\w*|gain\w*|compar\w*|versus|vs|year[- ]over[- ]year|yoy|differ\w*|jump\w*|"
+                       r"shr[iu]nk\w*)\b", re.I)
 
 
 @dataclass(frozen=True)
@@ -61,6 +84,12 @@ class Terms:
     currencies: tuple[str, ...] | None = None
     scales: tuple[str, ...] | None = None
     ranks: bool = True
+    direction: str | None = None  # "asc" or "desc" when the question's ranking words agree
+    compares: bool = True  # a word for <, >, before, after...
+    negates: bool = True  # a word for "not"
+    changes: bool = True  # asks for the change between two periods
+    year_ranges: tuple[tuple[int, int], ...] = ()  # "from 2019 to 2023"
+    counted: tuple[str, ...] = ()  # the counts it asks for ("how many companies": company_count)
 
 
 def terms_of(question: str, catalog: Catalog, found: Mapping[str, Sequence[str]] | None = None) -> Terms:
@@ -71,12 +100,25 @@ def terms_of(question: str, catalog: Catalog, found: Mapping[str, Sequence[str]]
     measures += [ref.name for ref in catalog.of_kind("aggregate") if _aggregated(question, said, ref)]
     if not measures:  # nothing recognisable: every measure (a drafted model has few words)
         measures = [ref.name for ref in catalog.of_kind("measure", "derived", "aggregate")]
+    if not _COUNT_WORDS.search(question) and not ranks(question):
+        # "Which chemicals makers are British?" asks for the makers, not for how many there are.
+        counts = [name for name in measures if _counts(catalog.fields[name])]
+        if len(counts) < len(measures) or dimensions:
+            measures = [name for name in measures if name not in counts]
     values: dict[str, tuple[object, ...]] = {name: tuple(names) for name, names in (found or {}).items()}
     currencies = named_currencies(question, catalog)
+    vocabulary = _vocabulary(catalog)
     for name, listed in catalog.values.items():
         ref = catalog.fields[name]
         own = set(stems(ref.source.name.replace("_", " ")))
-        named = named_values(question, said, listed, ref.source.value_synonyms, own)  # type: ignore[union-attr]
+        # A word that is also a field's name ("announced" of announced_year, "securities",
+        # "operating" of operating_income) names the value only where the question names its
+        # dimension too.
+        spoken = _speaks_of(said, catalog, ref, values=False)
+        fields = frozenset() if spoken else vocabulary
+        named = named_values(question, said, listed, ref.source.value_synonyms, own, fields)  # type: ignore[union-attr]
+        if not spoken:  # a bare number names no quarter ("more than one listing")
+            named = [v for v in named if not isinstance(v, (int, float))]
         # A dimension of currency codes: the currencies the question names ("Swiss francs").
         named += [code for code in currencies if code in listed and code not in named]
         values[name] = tuple(named)
@@ -93,7 +135,59 @@ def terms_of(question: str, catalog: Catalog, found: Mapping[str, Sequence[str]]
         currencies=tuple(currencies),
         scales=tuple(named_scales(question)),
         ranks=ranks(question),
+        direction=direction(question),
+        compares=bool(_COMPARING.search(question)),
+        negates=bool(_NEGATING.search(question)),
+        changes=bool(_CHANGING.search(question)),
+        year_ranges=year_ranges(question),
+        counted=tuple(name for name in measures if name in counted(question, catalog)),
     )
+
+
+def counted(question: str, catalog: Catalog) -> list[str]:
+    """The count measures a question asks for by what they count: "how many companies",
+    "the number of deals" (company_count, deal_count), not "how many employees" (a number
+    the data holds)."""
+    things = {_stem(word) for m in re.finditer(r"\b(?:how many|number of|count)((?:\W+\w+){1,3})", question, re.I)
+              for word in re.findall(r"[A-Za-z]+", m.group(1)) if word.lower() not in _GENERIC}
+    found = []
+    for ref in catalog.of_kind("measure"):
+        if not _counts(ref):
+            continue
+        words = stems(" ".join([ref.source.name.replace("_", " "), ref.table.replace("_", " "), *ref.synonyms]))
+        if things & words:
+            found.append(ref.name)
+    return found
+
+
+def direction(question: str) -> str | None:
+    """"asc" when the question ranks only by words for the low end ("lowest", "oldest"),
+    "desc" for the high end ("highest", "most"); None for both, neither, or an alphabetical order."""
+    if re.search(r"\balphabetic\w*|\bA-Z\b|\bby name\b", question, re.I):
+        return None
+    low, high = bool(_ASCENDING.search(question)), bool(_DESCENDING.search(question))
+    return None if low == high else "asc" if low else "desc"
+
+
+def year_ranges(question: str) -> tuple[tuple[int, int], ...]:
+    """The spans of years a question states: "from 2019 to 2023", "fiscal 2019-2023"."""
+    return tuple((int(a), int(b)) for a, b in _YEAR_RANGE.findall(question) if int(a) < int(b))
+
+
+def _counts(ref: FieldRef) -> bool:
+    return ref.kind == "measure" and bool(ref.exprs) and isinstance(ref.exprs[0], exp.Count)
+
+
+def _vocabulary(catalog: Catalog) -> frozenset[str]:
+    """The words of every field's and logical table's name, whole (singular): "industry" is
+    one, "Industrials" (a sector) is not."""
+    names = [ref.source.name for ref in catalog.fields.values()] + [t.name for t in catalog.model.tables]
+    return frozenset(_singular(w) for name in names for w in name.split("_") if len(w) > 2)
+
+
+def _singular(word: str) -> str:
+    word = word.lower()
+    return word[:-1] if word.endswith("s") and not word.endswith("ss") and len(word) > 3 else word
 
 
 # -- fields ------------------------------------------------------------------------------------
@@ -124,8 +218,15 @@ def _named(said: set[str], phrases: Sequence[str]) -> bool:
     return any(words and words <= said for words in (stems(p) for p in phrases))
 
 
-def _speaks_of(said: set[str], catalog: Catalog, ref: FieldRef) -> bool:
-    phrases = [ref.source.name.replace("_", " "), *ref.synonyms, *(str(v) for v in catalog.values.get(ref.name, ()))]
+def _speaks_of(said: set[str], catalog: Catalog, ref: FieldRef, values: bool = True) -> bool:
+    """Whether the question names the field: by its name, a synonym or (with `values`) one of
+    its values that is more than words of the model's own names (the status "Announced" is
+    not spoken of by "announced in 2023", which speaks of announced_year)."""
+    phrases = [ref.source.name.replace("_", " "), *ref.synonyms]
+    if values:
+        vocabulary = _vocabulary(catalog)
+        phrases += [str(v) for v in catalog.values.get(ref.name, ())
+                    if not all(_singular(w) in vocabulary for w in re.findall(r"[A-Za-z]+", str(v)))]
     if not _named(said, phrases):
         return False
     return ref.grain is None or _named(said, [ref.grain, f"{ref.grain}ly", "annual" if ref.grain == "year" else ""])
@@ -148,15 +249,17 @@ def ranks(question: str) -> bool:
 
 
 def named_values(question: str, said: set[str], values: Sequence[object],
-                 synonyms: Mapping[str, Sequence[str]] | None = None, own: set[str] = frozenset()) -> list[object]:
+                 synonyms: Mapping[str, Sequence[str]] | None = None, own: set[str] = frozenset(),
+                 fields: frozenset[str] = frozenset()) -> list[object]:
     """The values of a small dimension a question names: by the value's most telling word
     (the one fewest of the values share: "Toronto" of "Toronto Stock Exchange"; never a word of
     the dimension's own name, `own`: "Company" of "Private Company" as a company type),
-    matched on its first letters ("Japanese" names Japan), or by one of its synonyms."""
-    words = {v: [w for w in re.findall(r"[A-Za-z]+", str(v)) if w.lower() not in _GENERIC and _stem(w) not in own]
-             for v in values}
+    matched on its first letters ("Japanese" names Japan), or by one of its synonyms. A word
+    among `fields` (the names of the model's fields) tells nothing."""
+    words = {v: [w for w in re.findall(r"[A-Za-z]+", str(v)) if w.lower() not in _GENERIC and _stem(w) not in own
+                 and _singular(w) not in fields] for v in values}
     counts = Counter(w.lower() for ws in words.values() for w in set(ws))
-    heads = {w[:4] for w in re.findall(r"[A-Za-z]+", question.lower()) if len(w) >= 4}
+    asked = [w for w in re.findall(r"[A-Za-z]+", question.lower()) if len(w) >= 4]
     lowered = question.lower()
     named = []
     for value in values:
@@ -167,11 +270,21 @@ def named_values(question: str, said: set[str], values: Sequence[object],
         own = words[value]
         rare = min((counts[w.lower()] for w in own), default=0)
         telling = [w for w in own if counts[w.lower()] == rare]
-        if any(_stem(w) in said or (len(w) >= 4 and w.lower()[:4] in heads) for w in telling):
+        if any(_stem(w) in said or _begins(w.lower(), asked) for w in telling):
             named.append(value)
         elif any(re.search(rf"(?<!\w){re.escape(s.lower())}(?!\w)", lowered) for s in (synonyms or {}).get(str(value), ())):
             named.append(value)
     return named
+
+
+def _begins(word: str, asked: Sequence[str]) -> bool:
+    """A question's word made from `word` ("Japanese" from Japan, "Peruvian" from Peru): it
+    begins with the word's first five letters (four of a word of five or fewer), never fewer
+    ("Count" does not name "Counsel", nor "companies" "Completed")."""
+    if len(word) < 4:
+        return False
+    head = word[:5] if len(word) > 5 else word[:4]
+    return any(w.startswith(head) for w in asked)
 
 
 def _question_ints(question: str) -> set[int]:

@@ -28,8 +28,8 @@ from groundsql.retrieval import Example, QueryBank
 from groundsql.semantic.catalog import Catalog
 from groundsql.semantic.compile import CompileError, compile_request
 from groundsql.semantic.render import render_catalog
-from groundsql.semantic.request import Request, request_schema
-from groundsql.semantic.terms import terms_of
+from groundsql.semantic.request import Request, request_schema, with_ranges
+from groundsql.semantic.terms import Terms, terms_of
 from groundsql.semantic.verified import Mention, find_mentions, match_template, parameter_mentions
 from groundsql.strategies.answer import Answer, Trace
 from groundsql.strategies.context import Context, parse_json
@@ -80,11 +80,12 @@ def compiled(question: str, ctx: Context) -> Answer:
     verified = _verified(ctx, semantic, question, entities, trace, grounds)
     if verified is not None and verified.ok:
         return verified
-    chat = _chat(ctx, semantic, question, found, entities)
+    terms = terms_of(question, semantic.catalog, found)
+    chat = _chat(ctx, semantic, question, terms, entities)
     request, why, reply = _ask(ctx, chat, trace, "semantic request")
     for attempt in range(ctx.settings.compiled.retries + 1):
         if request is not None:
-            answer = _run(ctx, semantic, request, trace, grounds)
+            answer = _run(ctx, semantic, with_ranges(request, terms), trace, grounds)
             if answer.ok:
                 return answer
             why, grounds = answer.error or "the compiled query failed", answer.grounds
@@ -183,12 +184,11 @@ def _verified(ctx: Context, semantic: _Semantic, question: str, entities: list[A
                         grounds=grounds)
 
 
-def _chat(ctx: Context, semantic: _Semantic, question: str, found: dict[str, list[str]],
-          entities: list[Any]) -> ChatRequest:
+def _chat(ctx: Context, semantic: _Semantic, question: str, terms: Terms, entities: list[Any]) -> ChatRequest:
     """The request for a semantic request: the semantic model (shared by every question), the
     nearest solved examples with their requests, the question and the names found in it,
     under a JSON schema of what the question grounds."""
-    schema = request_schema(semantic.catalog, terms_of(question, semantic.catalog, found))
+    schema = request_schema(semantic.catalog, terms)
     lines = [f'"{m.mention}" is {m.name!r} ({" or ".join(semantic.entity_dimensions.get(m.table.lower(), ()))})'
              for m in entities if semantic.entity_dimensions.get(m.table.lower())]
     found_text = ("Names found in the question: " + "; ".join(lines) + "\n") if lines else ""
