@@ -346,9 +346,24 @@ def test_a_request_shows_only_dimensions_the_question_speaks_of(catalog, questio
     ("How many securities are there of each security type?", "exchange", "Australian Securities Exchange"),
     ("How many leveraged buyouts were announced in each year?", "deal_status", "Announced"),
     ("What was Hikari Telecom's operating income in fiscal 2023?", "company_status", "Operating"),
+    ("Which deals classified as acquisitions were announced in 2021?", "security", "Class B Shares"),
 ])
 def test_a_value_is_not_named_by_a_word_that_only_resembles_it(catalog, question, dimension, unnamed) -> None:
     assert unnamed not in terms_of(question, catalog).values.get(dimension, ())
+
+
+def test_the_words_of_a_linked_name_name_nothing_else(catalog) -> None:
+    question = "What percentage of Tenryu Retail K.K. changed hands?"
+    assert terms_of(question, catalog).values["industry"] == ("Specialty Retail",)
+    linked = terms_of(question, catalog, {"company": ["Tenryu Retail K.K."]}, ["Tenryu Retail K.K."])
+    assert linked.values["industry"] == () and linked.values["company"] == ("Tenryu Retail K.K.",)
+
+
+def test_a_listing_is_offered_no_measures_a_figure_is(catalog) -> None:
+    listing = terms_of("Which tickers stopped trading in 2023, and on what date was each delisted?", catalog)
+    assert "ticker" in listing.select and not any(catalog.fields[n].kind == "measure" for n in listing.select)
+    figure = terms_of("What was the total for Hikari in 2023?", catalog)
+    assert "revenue" in figure.select and "avg_volume" not in figure.select
 
 
 def test_a_value_is_named_by_a_word_made_from_it(catalog) -> None:

@@ -55,6 +55,8 @@ _YEAR = re.compile(r"\b(1[89]\d{2}|20\d{2})\b")
 _FISCAL = r"(?:(?:fiscal|financial|calendar)\s+(?:year\s+)?|fy\s*|the\s+year\s+)?"
 _YEAR_RANGE = re.compile(rf"\b(?:from|between)?\s*{_FISCAL}(1[89]\d{{2}}|20\d{{2}})\s*(?:to|and|through|thru|until|till|-|–)"
                          rf"\s*{_FISCAL}(1[89]\d{{2}}|20\d{{2}})\b", re.I)
+_QUANTITY = re.compile(r"\b(how much|how many|total|sum|average|mean|amount|value|number|count|percent\w*|ratio|"
+                       r"rate|growth|worth|cost|spen[dt]|earn\w*|paid|pay\w*|most|least|more|less|\w{3,}est)\b", re.I)
 _COUNT_WORDS = re.compile(r"\b(how many|number of|count\w*|tally|how often|more than|fewer than|less than|"
                           r"at least|at most|or more|or fewer|several|multiple|\d+ or more)\b", re.I)
 _ASCENDING = re.compile(r"\b(lowest|least|fewest|smallest|oldest|earliest|cheapest|bottom|minimum|ascending|"
@@ -92,14 +94,23 @@ class Terms:
     counted: tuple[str, ...] = ()  # the counts it asks for ("how many companies": company_count)
 
 
-def terms_of(question: str, catalog: Catalog, found: Mapping[str, Sequence[str]] | None = None) -> Terms:
-    """The terms `question` grounds; `found`: the names entity linking resolved, by dimension."""
+def terms_of(question: str, catalog: Catalog, found: Mapping[str, Sequence[str]] | None = None,
+             mentions: Sequence[str] = ()) -> Terms:
+    """The terms `question` grounds; `found`: the names entity linking resolved, by dimension,
+    and `mentions`, the words of the question they were found in (the words of a name name
+    nothing else: "Tenryu Retail K.K." names no retail industry)."""
+    for mention in sorted(mentions, key=len, reverse=True):
+        if mention.strip():
+            question = question.replace(mention, " ")
     said = stems(question)
     dimensions = [ref.name for ref in catalog.of_kind("dimension", "time", "fact") if _speaks_of(said, catalog, ref)]
     measures = [ref.name for ref in catalog.of_kind("measure", "derived") if _speaks_of(said, catalog, ref)]
     measures += [ref.name for ref in catalog.of_kind("aggregate") if _aggregated(question, said, ref)]
-    if not measures:  # nothing recognisable: every measure (a drafted model has few words)
-        measures = [ref.name for ref in catalog.of_kind("measure", "derived", "aggregate")]
+    if not measures and (not dimensions or _QUANTITY.search(question)):
+        # Nothing recognisable, where the question asks for a figure or names nothing else:
+        # every measure (a drafted model has few words). A listing ("Which tickers were
+        # delisted in 2023?") gets none.
+        measures = [ref.name for ref in catalog.of_kind("measure", "derived")]
     if not _COUNT_WORDS.search(question) and not ranks(question):
         # "Which chemicals makers are British?" asks for the makers, not for how many there are.
         counts = [name for name in measures if _counts(catalog.fields[name])]
@@ -280,11 +291,12 @@ def named_values(question: str, said: set[str], values: Sequence[object],
 def _begins(word: str, asked: Sequence[str]) -> bool:
     """A question's word made from `word` ("Japanese" from Japan, "Peruvian" from Peru): it
     begins with the word's first five letters (four of a word of five or fewer), never fewer
-    ("Count" does not name "Counsel", nor "companies" "Completed")."""
+    ("Count" does not name "Counsel", nor "companies" "Completed"), and is at most four
+    letters longer ("classified" does not name "Class B")."""
     if len(word) < 4:
         return False
     head = word[:5] if len(word) > 5 else word[:4]
-    return any(w.startswith(head) for w in asked)
+    return any(w.startswith(head) and len(w) <= len(word) + 4 for w in asked)
 
 
 def _question_ints(question: str) -> set[int]:

@@ -80,7 +80,7 @@ def compiled(question: str, ctx: Context) -> Answer:
     verified = _verified(ctx, semantic, question, entities, trace, grounds)
     if verified is not None and verified.ok:
         return verified
-    terms = terms_of(question, semantic.catalog, found)
+    terms = terms_of(question, semantic.catalog, found, [m.mention for m in entities])
     chat = _chat(ctx, semantic, question, terms, entities)
     request, why, reply = _ask(ctx, chat, trace, "semantic request")
     for attempt in range(ctx.settings.compiled.retries + 1):
