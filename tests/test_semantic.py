@@ -63,6 +63,12 @@ CASES: dict[str, tuple[dict[str, Any], str]] = {
         {"select": ["company"], "where": [{"field": "industry", "value": "Semiconductors"}]},
         "SELECT c.company_name FROM company c JOIN ref_industry i ON c.industry_id = i.industry_id "
         "WHERE i.industry_name = 'Semiconductors' ORDER BY c.company_name"),
+    "a listing of pinned labels lists the rows they describe": (
+        {"select": ["country"], "where": [{"field": "industry", "value": "Specialty Chemicals"},
+                                          {"field": "country", "value": "United Kingdom"}]},
+        "SELECT c.company_name FROM company c JOIN ref_industry i ON c.industry_id = i.industry_id "
+        "JOIN ref_country r ON c.country_id = r.country_id "
+        "WHERE i.industry_name = 'Specialty Chemicals' AND r.country_name = 'United Kingdom' ORDER BY 1"),
     "a self-join through via (the parent company)": (
         {"select": ["company"], "where": [{"field": "parent_company", "value": "Coral Sea Financial Ltd"}]},
         "SELECT s.company_name FROM company s JOIN company p ON s.parent_company_id = p.company_id "
@@ -347,6 +353,7 @@ def test_a_request_shows_only_dimensions_the_question_speaks_of(catalog, questio
     ("How many leveraged buyouts were announced in each year?", "deal_status", "Announced"),
     ("What was Hikari Telecom's operating income in fiscal 2023?", "company_status", "Operating"),
     ("Which deals classified as acquisitions were announced in 2021?", "security", "Class B Shares"),
+    ("Which companies have had more than one stock listing?", "exchange", "Nasdaq Stockholm"),
 ])
 def test_a_value_is_not_named_by_a_word_that_only_resembles_it(catalog, question, dimension, unnamed) -> None:
     assert unnamed not in terms_of(question, catalog).values.get(dimension, ())
@@ -387,6 +394,27 @@ def test_how_many_of_a_thing_counts_it_first(catalog) -> None:
     assert select["properties"]["select"]["prefixItems"] == [{"enum": ["company_count"]}]
     for question in ("How many diluted shares did Yamabuki have outstanding?", "Which companies are in Japan?"):
         assert "prefixItems" not in request_schema(catalog, terms_of(question, catalog))["properties"]["select"]
+
+
+def test_how_many_without_each_is_one_number_and_each_thing_is_a_column(catalog) -> None:
+    assert terms_of("How many companies were founded in 2000 or later?", catalog).select == ("company_count",)
+    schema = request_schema(catalog, terms_of("How many leveraged buyouts were announced in each year?", catalog))
+    select = schema["properties"]["select"]
+    assert select["prefixItems"] == [{"enum": ["deal_count"]}, {"enum": ["announced_year"]}]
+    assert select["minItems"] == 2
+    assert terms_of("Count the companies in every sector.", catalog).grouped == ("sector",)
+    assert terms_of("Which companies are in Japan?", catalog).grouped == ()
+
+
+def test_free_text_is_filtered_only_by_what_the_question_writes_out(catalog) -> None:
+    def website(question: str) -> Any:
+        return next((f for f in request_schema(catalog, terms_of(question, catalog))["properties"]["where"]["items"]
+                     ["anyOf"] if f["properties"]["field"] == {"const": "website"}), None)
+
+    assert website("Count the companies in every sector.") is None  # a model would make one up
+    allowed = website("Which company has the website www.apple.com?")["properties"]["value"]["anyOf"][0]
+    assert allowed == {"enum": ["www.apple.com"]}
+    assert website('Which company has the homepage "acme.example"?') is not None
 
 
 def test_a_bare_number_names_no_value_of_a_numbered_dimension(catalog) -> None:
@@ -460,3 +488,63 @@ def test_every_bank_request_compiles_and_answers_like_its_sql(demo, catalog) -> 
     # Five hand-written queries show a column more than their question asks for (the period
     # end date, the currency, the primary flag): their requests answer the question as asked.
     assert len(differ) <= 5, differ
+
+
+@pytest.mark.parametrize("sql, request_", [
+    ("SELECT COUNT(*) FROM company c JOIN ref_country r ON c.country_id = r.country_id WHERE r.country_name = 'Japan'",
+     {"select": ["company_count"], "where": [{"field": "country", "value": "Japan"}]}),
+    ("SELECT r.sector_name, COUNT(*) AS n FROM company c JOIN ref_industry r ON c.industry_id = r.industry_id "
+     "GROUP BY r.sector_name ORDER BY n DESC LIMIT 3",
+     {"select": ["sector", "company_count"], "order_by": [{"field": "company_count", "desc": True}], "limit": 3}),
+    ("SELECT COUNT(*) FROM ma_transaction WHERE announced_date >= '2021-01-01' AND announced_date < '2022-01-01'",
+     {"select": ["deal_count"], "where": [{"field": "announced_date", "value": "2021"}]}),
+    ("SELECT company_name FROM company WHERE founded_year < 1900 AND website IS NOT NULL",
+     {"select": ["company"], "where": [{"field": "founded_year", "op": "<", "value": 1900},
+                                       {"field": "website", "op": "is not null"}]}),
+])
+def test_a_solved_examples_sql_reads_back_as_its_request(catalog, sql, request_) -> None:
+    from groundsql.semantic.decompile import request_from_sql
+
+    assert request_from_sql(sql, catalog).to_json() == request_
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT company_name FROM company WHERE company_id IN (SELECT company_id FROM security)",  # a subquery
+    "SELECT c.company_name FROM company c JOIN company p ON c.parent_company_id = p.company_id "
+    "WHERE c.founded_year < p.founded_year",  # two columns compared
+    "SELECT country_id, COUNT(*) FROM company GROUP BY country_id HAVING COUNT(*) > 3",  # a HAVING
+    "SELECT nope FROM company",
+])
+def test_sql_with_no_request_to_say_it_reads_back_as_none(catalog, sql) -> None:
+    from groundsql.semantic.decompile import request_from_sql
+
+    assert request_from_sql(sql, catalog) is None
+
+
+def test_a_request_read_back_is_kept_only_when_it_gives_the_same_rows(demo, catalog) -> None:
+    from groundsql.semantic.decompile import request_from_sql, verified_request
+
+    same = "SELECT COUNT(*) FROM company c JOIN ref_country r ON c.country_id = r.country_id WHERE r.country_name = 'Japan'"
+    assert verified_request(same, catalog, demo) is not None
+    # A count of the company table through a one-to-many join: the compiler counts companies.
+    fanned = "SELECT COUNT(*) FROM company c JOIN security s ON s.company_id = c.company_id"
+    assert request_from_sql(fanned, catalog) is not None and verified_request(fanned, catalog, demo) is None
+
+
+def test_a_longer_name_the_question_says_wins_over_the_words_in_it(catalog) -> None:
+    terms = terms_of("Show Stonebridge Brewing Inc.'s free cash flow for every fiscal year from 2019 to 2023.", catalog)
+    assert "free_cash_flow" in terms.select and "cash" not in terms.select
+    # Two measures compared keep both: "debt to equity" is not what the question says.
+    compared = terms_of("Which companies had more total debt than total equity at the end of fiscal 2023?", catalog)
+    assert {"total_debt", "total_equity"} <= set(compared.select)
+
+
+def test_a_request_of_periods_alone_shows_the_measure_named(catalog) -> None:
+    from groundsql.semantic.request import with_named_measure
+
+    question = "Show Stonebridge Brewing Inc.'s free cash flow for every fiscal year from 2019 to 2023."
+    terms = terms_of(question, catalog)
+    years = Request.model_validate({"select": ["fiscal_year"]})
+    assert with_named_measure(years, terms, catalog).select == ("fiscal_year", "free_cash_flow")
+    listing = Request.model_validate({"select": ["company"]})
+    assert with_named_measure(listing, terms, catalog) == listing

@@ -118,3 +118,19 @@ def test_the_logistics_draft_scales_weights_and_converts_invoice_lines(tmp_path)
                                           "currency": "EUR"})
         (total,), = db.execute(compile_request(catalog, request).sql).rows
         assert total > 0
+
+
+def test_drafted_examples_carry_requests_that_give_their_rows(demo_draft) -> None:
+    """The compiled path's solved examples: a drafted example's SQL read back as a request,
+    kept only where the compiled request gives the same rows."""
+    from groundsql.evaluation.execution_match import gold_orders, results_match
+
+    db, pack, catalog = demo_draft
+    with_request = [e for e in pack.bank if e.request]
+    assert len(with_request) >= len(pack.bank) // 2
+    for example in with_request:
+        got = db.execute(compile_request(catalog, Request.model_validate(example.request)).sql).rows
+        assert results_match(db.execute(example.sql).rows, got, gold_orders(example.sql)), example.question
+    # "How many companies with country name Japan have announced date in 2021?": a label and a year.
+    periods = [e for e in with_request if " in 20" in e.question and e.question.startswith("How many")]
+    assert periods and all(len(e.request["where"]) == 2 for e in periods)

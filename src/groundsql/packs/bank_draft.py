@@ -57,10 +57,13 @@ class DraftedExample:
     reasoning: str
     sql: str
     params: tuple[Param, ...] = ()  # the values it may be reused with (semantic/verified.py)
+    request: dict[str, Any] | None = None  # the same, as a semantic request (semantic/decompile.py)
 
     def to_json(self) -> dict[str, Any]:
         drafted: dict[str, Any] = {"question": self.question, "reasoning": self.reasoning, "sql": self.sql,
                                    "drafted": True, "template": self.template}
+        if self.request is not None:
+            drafted["request"] = self.request
         if self.params:
             drafted["params"] = [{"name": p.name, "kind": p.kind, "value": p.value} for p in self.params]
         return drafted
@@ -228,6 +231,38 @@ def count_by_label(ctx: _Context) -> Iterator[DraftedExample]:
             f"{join.left} references the lookup {ref.table}; filter by its label {ref.label}, "
             f"not by the key {ref.key}.",
             f"SELECT COUNT(*) FROM {source} WHERE r.{label} = {literal(value)}",
+        ))
+
+
+def count_in_period(ctx: _Context) -> Iterator[DraftedExample]:
+    """How many shipments with mode name Sea have booked date in 2023? (a label and a year)"""
+    for join, ref in _reference_joins(ctx):
+        table = ctx.draft.schema.table(join.child)
+        dates = [column for column, is_date in periods(table)] if table is not None else []
+        if not dates:
+            continue
+        child, r, label, p = ctx.q(join.child), ctx.q(ref.table), ctx.q(ref.label), ctx.q(dates[0].name)
+        source = f"{child} AS c JOIN {r} AS r ON {_on(ctx, join, 'c', 'r')}"
+        values = ctx.rows(f"SELECT DISTINCT c.{p} FROM {child} AS c WHERE c.{p} IS NOT NULL ORDER BY c.{p} "
+                          f"LIMIT {SAMPLE_ROWS}") or ()
+        is_date = dict(periods(table))[dates[0]]
+        years = sorted({str(v)[:4] for (v,) in values if re.fullmatch(r"\d{4}", str(v)[:4])})
+        year = ctx.choose(years)
+        if year is None:
+            continue
+        where = (f"c.{p} >= '{year}-01-01' AND c.{p} < '{int(year) + 1:04d}-01-01'" if is_date
+                 else f"c.{p} = {int(year)}")
+        counts = ctx.rows(f"SELECT r.{label}, COUNT(*) FROM {source} WHERE {where} AND r.{label} IS NOT NULL "
+                          f"GROUP BY r.{label} ORDER BY COUNT(*) DESC, r.{label} LIMIT {SAMPLE_ROWS}")
+        value = ctx.choose([v for v, n in counts or () if literal(v) is not None])
+        if value is None:
+            continue
+        what = noun(join.child, ctx.entities.get(join.child.lower()))
+        yield from _some(ctx.example(
+            "count_in_period",
+            f"How many {what} with {words(ref.label)} {value} have {words(dates[0].name)} in {year}?",
+            f"Filter by the label {ref.label} of the lookup {ref.table} and by the year of {dates[0].name}.",
+            f"SELECT COUNT(*) FROM {source} WHERE r.{label} = {literal(value)} AND {where}",
         ))
 
 
@@ -459,6 +494,7 @@ def _some(example: DraftedExample | None) -> Iterator[DraftedExample]:
 
 TEMPLATES: tuple[Callable[[_Context], Iterator[DraftedExample]], ...] = (
     count_by_label,
+    count_in_period,
     top_by_count,
     names_via_bridge,
     aggregate_in_period,

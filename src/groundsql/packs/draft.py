@@ -12,7 +12,7 @@ Writing is careful with untrusted names and values: YAML data is always written 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -22,12 +22,16 @@ from groundsql.db import Database
 from groundsql.errors import ConfigError, GroundsqlError
 from groundsql.files import reason, writable_folder, write_text_atomic
 from groundsql.packs.load import BANK_FILE, PACK_FILE, SCHEMA_FILE, SEMANTIC_FILE
-from groundsql.packs.bank_draft import draft_bank
+from groundsql.packs.bank_draft import DraftedExample, draft_bank
 from groundsql.packs.detect import (MIN_FILLED, NAME_MIN_DISTINCT, REFERENCE_MAX_ROWS, Draft, Join, TableProfile,
                                     _examples, _listed, _one_line, _plural, detect)
 from groundsql.packs.model import EntityTable, PackFile, SchemaDocs
 from groundsql.schema.model import Column, Table
-from groundsql.semantic.draft import draft_semantic, render_semantic_yaml
+from groundsql.semantic.catalog import build_catalog
+from groundsql.semantic.decompile import attach_requests
+from groundsql.semantic.draft import SemanticDraft, draft_semantic, render_semantic_yaml
+from groundsql.semantic.load import check_data
+from groundsql.semantic.model import SemanticModel
 
 README_FILE, BANK_EXAMPLE_FILE = "README.md", "bank.example.jsonl"
 
@@ -67,6 +71,8 @@ def draft_pack(db: Database, out: Path, *, force: bool = False) -> DraftSummary:
     # A bank that exists is a person's work, always kept: draft one only for a new bank.
     drafted = () if (out / BANK_FILE).exists() else draft_bank(db, draft)
     semantic = None if (out / SEMANTIC_FILE).exists() else draft_semantic(db, draft)
+    if semantic is not None and drafted:
+        drafted = _with_requests(drafted, semantic, db, draft)
     texts = {
         PACK_FILE: render_pack_yaml(name, draft),
         SCHEMA_FILE: render_schema_yaml(name, draft),
@@ -104,6 +110,17 @@ def draft_pack(db: Database, out: Path, *, force: bool = False) -> DraftSummary:
         drafted=len(drafted),
         semantic=semantic is not None,
     )
+
+
+def _with_requests(drafted: Sequence[DraftedExample], semantic: SemanticDraft, db: Database,
+                   draft: Draft) -> tuple[DraftedExample, ...]:
+    """The drafted examples, each with its request where one gives the example's rows: the
+    solved examples the compiled path shows its model."""
+    entity_tables = tuple(e.table for e in draft.entities)
+    catalog = build_catalog(SemanticModel.model_validate(semantic.model), draft.schema, entity_tables)
+    check_data(catalog, db, None)
+    return tuple(replace(example, request=request)
+                 for example, request in zip(drafted, attach_requests(drafted, catalog, db)))
 
 
 # -- descriptions ------------------------------------------------------------------------

@@ -33,6 +33,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+import networkx as nx
 from sqlglot import exp
 
 from groundsql.errors import GroundsqlError
@@ -158,6 +159,22 @@ class _Compiler:
 
     # -- the plan ------------------------------------------------------------------------------
 
+    def _labels(self, dims: list[FieldRef], filters: list[tuple[Filter, FieldRef]], pinned: set[str]) -> list[FieldRef]:
+        """The name of the entity whose rows a listing's fields describe: the nearest entity
+        table from which every table they are declared on is reached."""
+        tables = {ref.table for ref in dims} | {ref.table for _, ref in filters}
+        graph = self.catalog.graph
+        best: tuple[int, FieldRef] | None = None
+        for ref in self.catalog.of_kind("dimension"):
+            if ref.via or not ref.source.entity or ref.name in pinned:  # type: ignore[union-attr]
+                continue
+            reach = nx.single_source_shortest_path_length(graph, ref.table)
+            if tables <= reach.keys():
+                distance = sum(reach[t] for t in tables)
+                if best is None or distance < best[0]:
+                    best = (distance, ref)
+        return [best[1]] if best else []
+
     def compile(self) -> Compiled:
         query, outputs, dims, measures = self.select()
         order = self._order(outputs, dims, measures)
@@ -185,12 +202,15 @@ class _Compiler:
         # to a measure, one filtered to a year or a month would only split the measure by day.
         single = {f.field for f, ref in filters if f.op == "=" and (_one_value(f.value, ref) or measures)}
         single -= {name for name, n in Counter(f.field for f, _ in filters if f.op == "=").items() if n > 1}
-        if measures or len(dims) > 1:
-            kept = [d for d in dims if d.name not in single]
-            if len(kept) < len(dims):
-                self.notes.append("left out of the columns, filtered to one value: "
-                                  + ", ".join(d.name for d in dims if d.name in single))
-            dims = kept or dims[:1] if not measures else kept
+        kept = [d for d in dims if d.name not in single]
+        if not measures and not kept:
+            # A listing whose every column is pinned ("Which chemicals makers are British?"
+            # showing country = United Kingdom) lists the rows those columns describe.
+            kept = self._labels(dims, filters, single) or dims[:1]
+        if kept != dims:
+            self.notes.append("left out of the columns, filtered to one value: "
+                              + ", ".join(d.name for d in dims if d not in kept))
+            dims = kept
         parts = self._measure_parts(measures + [ref for f, ref in filters if ref.kind in ("measure", "derived", "aggregate")])
         self.base = self._base(measures, dims, filters)
         self.base_table = self.catalog.table(self.base)

@@ -93,6 +93,16 @@ def with_ranges(request: Request, terms: Terms) -> Request:
     return request if where == list(request.where) else request.model_copy(update={"where": tuple(where)})
 
 
+def with_named_measure(request: Request, terms: Terms, catalog: Catalog) -> Request:
+    """A request that shows only periods ("fiscal_year" for "free cash flow in every fiscal
+    year") shows the one measure the question names beside them."""
+    shown = [catalog.fields.get(name) for name in request.select]
+    if not shown or request.change is not None or any(ref is None or ref.kind != "time" for ref in shown) \
+            or len(terms.measures) != 1:
+        return request
+    return request.model_copy(update={"select": (*request.select, terms.measures[0])})
+
+
 # -- the JSON schema a model's answer must satisfy ---------------------------------------------
 
 
@@ -106,8 +116,10 @@ def request_schema(catalog: Catalog, terms: Terms | None = None) -> dict[str, An
     selectable = [name for name in fields if terms.select is None or name in terms.select]
     filters = [_filter_schema(catalog, ref, terms) for ref in catalog.fields.values()]
     select: dict[str, Any] = {"type": "array", "items": {"enum": selectable}, "minItems": 1, "maxItems": MAX_FIELDS}
-    if terms.counted:  # "how many companies ...": the count comes first, then what groups it
-        select["prefixItems"] = [{"enum": list(terms.counted)}]
+    # "How many companies ... in each year": the count comes first, then what groups it.
+    prefix = [{"enum": list(names)} for names in (terms.counted, terms.grouped) if names]
+    if prefix:
+        select.update(prefixItems=prefix, minItems=len(prefix))
     properties: dict[str, Any] = {
         "select": select,
         "where": {"type": "array", "items": {"anyOf": [f for f in filters if f]}, "maxItems": MAX_FILTERS},
@@ -171,21 +183,19 @@ def _filter_schema(catalog: Catalog, ref: FieldRef, terms: Terms) -> dict[str, A
                 else {"enum": list(dict.fromkeys(terms.years))}
         elif terms.years is not None and not terms.years:
             return None  # every date the question could mean names its year
-        elif ref.grain == "month":
-            one = {"type": "string", "pattern": r"^\d{4}-\d{2}$"}
         else:
-            one = {"type": "string", "pattern": r"^\d{4}(-Q[1-4]|-\d{2}(-\d{2})?)?$"}
+            one = {"type": "string", "pattern": _date_pattern(ref.grain, terms)}
         ops = ["=", "<", "<=", ">", ">=", "between"] if terms.compares or terms.year_ranges else ["="]
         return _object({**head, "op": {"enum": ops},
                         "value": {"anyOf": [one, {"type": "array", "items": one, "minItems": 2, "maxItems": 2}]}},
                        ["field", "value"])
-    # A dimension: the values the question names (all, without a question), or free text for
-    # a dimension that is neither small nor an entity's; one of several columns is shown only.
+    # A dimension: the values the question names (all, without a question; free text for one
+    # that is neither small nor an entity's); one of several columns is shown only.
     if len(ref.exprs) != 1:
         return None
     listed = catalog.values.get(ref.name)
     entity = ref.source.entity  # type: ignore[union-attr]
-    if listed is not None or entity:
+    if listed is not None or entity or terms.select is not None:
         values = terms.values.get(ref.name, ()) if (terms.select is not None or entity) else listed
         if not values:
             return None
@@ -195,6 +205,17 @@ def _filter_schema(catalog: Catalog, ref: FieldRef, terms: Terms) -> dict[str, A
     return _object({**head, "op": {"enum": ["=", "!=", "in", "not in"] if terms.negates else ["=", "in"]},
                     "value": {"anyOf": [one, {"type": "array", "items": one, "minItems": 1, "maxItems": MAX_VALUES}]}},
                    ["field", "value"])
+
+
+def _date_pattern(grain: str | None, terms: Terms) -> str:
+    """A date a filter may name: in one of the question's years, to no finer a part than the
+    question names ("booked in 2023" is 2023, not 2023-01-01)."""
+    year = r"\d{4}" if terms.years is None else "(" + "|".join(str(y) for y in dict.fromkeys(terms.years)) + ")"
+    if grain == "month":
+        return rf"^{year}-\d{{2}}$"
+    parts = [part for part, kind in ((r"-Q[1-4]", "quarter"), (r"-\d{2}", "month"), (r"-\d{2}-\d{2}", "day"))
+             if terms.years is None or kind in terms.dated]
+    return rf"^{year}" + (f"({'|'.join(parts)})?" if parts else "") + "$"
 
 
 def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:

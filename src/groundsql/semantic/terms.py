@@ -59,6 +59,11 @@ _QUANTITY = re.compile(r"\b(how much|how many|total|sum|average|mean|amount|valu
                        r"rate|growth|worth|cost|spen[dt]|earn\w*|paid|pay\w*|most|least|more|less|\w{3,}est)\b", re.I)
 _COUNT_WORDS = re.compile(r"\b(how many|number of|count\w*|tally|how often|more than|fewer than|less than|"
                           r"at least|at most|or more|or fewer|several|multiple|\d+ or more)\b", re.I)
+_MONTH = r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t|tember)?|" \
+         r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\b"
+_GROUPING = re.compile(r"\b(each|every|per|by|which|what|whose|who|where|when|list|show|breakdown|respective\w*|"
+                       r"group\w*|split)\b", re.I)
+_EACH = re.compile(r"\b(?:each|every|per|by)\s+((?:[\w-]+\s+)?[\w-]+)", re.I)
 _ASCENDING = re.compile(r"\b(lowest|least|fewest|smallest|oldest|earliest|cheapest|bottom|minimum|ascending|"
                         r"shortest|weakest|worst)\b", re.I)
 _DESCENDING = re.compile(r"\b(highest|most|largest|biggest|greatest|top|maximum|descending|latest|newest|"
@@ -92,6 +97,9 @@ class Terms:
     changes: bool = True  # asks for the change between two periods
     year_ranges: tuple[tuple[int, int], ...] = ()  # "from 2019 to 2023"
     counted: tuple[str, ...] = ()  # the counts it asks for ("how many companies": company_count)
+    grouped: tuple[str, ...] = ()  # the fields it asks for one row per ("in each year": a year)
+    dated: frozenset[str] = frozenset({"quarter", "month", "day"})  # what its dates name below a year
+    measures: tuple[str, ...] = ()  # the measures it names (by name or synonym)
 
 
 def terms_of(question: str, catalog: Catalog, found: Mapping[str, Sequence[str]] | None = None,
@@ -105,12 +113,21 @@ def terms_of(question: str, catalog: Catalog, found: Mapping[str, Sequence[str]]
     said = stems(question)
     dimensions = [ref.name for ref in catalog.of_kind("dimension", "time", "fact") if _speaks_of(said, catalog, ref)]
     measures = [ref.name for ref in catalog.of_kind("measure", "derived") if _speaks_of(said, catalog, ref)]
+    # "free cash flow" names free_cash_flow, not also cash.
+    named = {name: stems(name.replace("_", " ")) for name in measures}
+    phrases = [named[name] for name in measures
+               if re.search(rf"\b{re.escape(name.replace('_', ' '))}", question, re.I)]
+    measures = [name for name in measures if not any(named[name] < words for words in phrases)]
     measures += [ref.name for ref in catalog.of_kind("aggregate") if _aggregated(question, said, ref)]
+    spoken_measures = tuple(measures)
     if not measures and (not dimensions or _QUANTITY.search(question)):
         # Nothing recognisable, where the question asks for a figure or names nothing else:
         # every measure (a drafted model has few words). A listing ("Which tickers were
         # delisted in 2023?") gets none.
         measures = [ref.name for ref in catalog.of_kind("measure", "derived")]
+    if re.search(r"\bhow many\b", question, re.I) and not _GROUPING.search(question) and not ranks(question):
+        # "How many companies were founded in 2000 or later?" is one number, not one per year.
+        dimensions = [name for name in dimensions if catalog.fields[name].kind == "fact"]
     if not _COUNT_WORDS.search(question) and not ranks(question):
         # "Which chemicals makers are British?" asks for the makers, not for how many there are.
         counts = [name for name in measures if _counts(catalog.fields[name])]
@@ -127,12 +144,22 @@ def terms_of(question: str, catalog: Catalog, found: Mapping[str, Sequence[str]]
         # dimension too.
         spoken = _speaks_of(said, catalog, ref, values=False)
         fields = frozenset() if spoken else vocabulary
-        named = named_values(question, said, listed, ref.source.value_synonyms, own, fields)  # type: ignore[union-attr]
+        named = named_values(question, said, listed, ref.source.value_synonyms, own, fields,  # type: ignore[union-attr]
+                             vocabulary)
         if not spoken:  # a bare number names no quarter ("more than one listing")
             named = [v for v in named if not isinstance(v, (int, float))]
         # A dimension of currency codes: the currencies the question names ("Swiss francs").
         named += [code for code in currencies if code in listed and code not in named]
         values[name] = tuple(named)
+    written = written_values(question)
+    for ref in catalog.of_kind("dimension"):
+        if ref.name in values or ref.source.entity or len(ref.exprs) != 1:  # type: ignore[union-attr]
+            continue
+        # A dimension of free text (a website, a tracking number): only a value the question
+        # writes out (a small model otherwise fills in one of its own), and where the question
+        # does not name the dimension, only a code ("MCG24002742", not "EBITDA").
+        spoken = _speaks_of(said, catalog, ref, values=False)
+        values[ref.name] = tuple(w for w in written if spoken or (re.search(r"\d", w) and re.search(r"[A-Za-z]", w)))
     filters = [ref.name for ref in catalog.of_kind("filter") if _speaks_of(said, catalog, ref)]
     numbers = stated_numbers(question)
     if _LOSS_WORDS.search(question):
@@ -152,6 +179,9 @@ def terms_of(question: str, catalog: Catalog, found: Mapping[str, Sequence[str]]
         changes=bool(_CHANGING.search(question)),
         year_ranges=year_ranges(question),
         counted=tuple(name for name in measures if name in counted(question, catalog)),
+        grouped=grouped(question, catalog, dimensions),
+        measures=spoken_measures,
+        dated=dated(question),
     )
 
 
@@ -169,6 +199,37 @@ def counted(question: str, catalog: Catalog) -> list[str]:
         if things & words:
             found.append(ref.name)
     return found
+
+
+def grouped(question: str, catalog: Catalog, offered: Sequence[str]) -> tuple[str, ...]:
+    """The dimensions among `offered` a question asks for one row of each ("in each year",
+    "for every sector", "by region"): named by the words after each, every, per or by."""
+    found: list[str] = []
+    for m in _EACH.finditer(question):
+        said = stems(m.group(1))
+        words = {w.lower() for w in re.findall(r"[A-Za-z]+", m.group(1))}
+        for name in offered:
+            ref = catalog.fields[name]
+            if ref.kind not in ("dimension", "time") or name in found:
+                continue
+            grain = ref.grain or ("year" if ref.kind == "time" and ref.source.type == "year" else None)  # type: ignore[union-attr]
+            if _named(said, [ref.source.name.replace("_", " "), *ref.synonyms]) or (grain and grain in words):
+                found.append(name)
+    return tuple(found)
+
+
+def dated(question: str) -> frozenset[str]:
+    """What a question's dates name below a year: a quarter ("Q2", "second quarter"), a month
+    ("June 2024"), a day ("30 June 2023", "2023-06-30")."""
+    found = set()
+    if re.search(r"\bq[1-4]\b|\bquarter|-q[1-4]\b", question, re.I):
+        found.add("quarter")
+    if re.search(rf"\b{_MONTH}|\b\d{{4}}-\d{{2}}\b", question, re.I):
+        found.add("month")
+    if re.search(rf"\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}|\b{_MONTH}\w*\.?\s+\d{{1,2}}\b|"
+                 r"\b\d{4}-\d{2}-\d{2}\b", question, re.I):
+        found.add("day")
+    return frozenset(found)
 
 
 def direction(question: str) -> str | None:
@@ -261,16 +322,27 @@ def ranks(question: str) -> bool:
 
 def named_values(question: str, said: set[str], values: Sequence[object],
                  synonyms: Mapping[str, Sequence[str]] | None = None, own: set[str] = frozenset(),
-                 fields: frozenset[str] = frozenset()) -> list[object]:
+                 fields: frozenset[str] = frozenset(), vocabulary: frozenset[str] = frozenset()) -> list[object]:
     """The values of a small dimension a question names: by the value's most telling word
     (the one fewest of the values share: "Toronto" of "Toronto Stock Exchange"; never a word of
     the dimension's own name, `own`: "Company" of "Private Company" as a company type),
     matched on its first letters ("Japanese" names Japan), or by one of its synonyms. A word
-    among `fields` (the names of the model's fields) tells nothing."""
+    among `fields` (the names of the model's fields) tells nothing; a question's word in
+    `vocabulary` names its field, not a value ("customers" does not name "Customs Clearance")."""
     words = {v: [w for w in re.findall(r"[A-Za-z]+", str(v)) if w.lower() not in _GENERIC and _stem(w) not in own
                  and _singular(w) not in fields] for v in values}
     counts = Counter(w.lower() for ws in words.values() for w in set(ws))
-    asked = [w for w in re.findall(r"[A-Za-z]+", question.lower()) if len(w) >= 4]
+    asked = [w for w in re.findall(r"[A-Za-z]+", question.lower()) if len(w) >= 4 and _singular(w) not in vocabulary]
+    named_fields = [_singular(w) for w in re.findall(r"[A-Za-z]+", question) if _singular(w) in vocabulary]
+    if named_fields:
+        plain = stems(" ".join(w for w in re.findall(r"[A-Za-z]+", question) if _singular(w) not in vocabulary))
+
+        def says(word: str) -> bool:  # "quarter" says "Quarterly"; "customers" not "Customs"
+            stem = _stem(word)
+            return stem in plain or any(_stem(f) == stem and word.lower().startswith(f) for f in named_fields)
+    else:
+        def says(word: str) -> bool:
+            return _stem(word) in said
     lowered = question.lower()
     named = []
     for value in values:
@@ -281,7 +353,7 @@ def named_values(question: str, said: set[str], values: Sequence[object],
         own = words[value]
         rare = min((counts[w.lower()] for w in own), default=0)
         telling = [w for w in own if counts[w.lower()] == rare]
-        if any(_stem(w) in said or _begins(w.lower(), asked) for w in telling):
+        if any(says(w) or _begins(w.lower(), asked) for w in telling):
             named.append(value)
         elif any(re.search(rf"(?<!\w){re.escape(s.lower())}(?!\w)", lowered) for s in (synonyms or {}).get(str(value), ())):
             named.append(value)
@@ -292,11 +364,26 @@ def _begins(word: str, asked: Sequence[str]) -> bool:
     """A question's word made from `word` ("Japanese" from Japan, "Peruvian" from Peru): it
     begins with the word's first five letters (four of a word of five or fewer), never fewer
     ("Count" does not name "Counsel", nor "companies" "Completed"), and is at most four
-    letters longer ("classified" does not name "Class B")."""
+    letters longer ("classified" does not name "Class B") and at most two shorter ("German"
+    names Germany, "stock" does not name "Nasdaq Stockholm")."""
     if len(word) < 4:
         return False
     head = word[:5] if len(word) > 5 else word[:4]
-    return any(w.startswith(head) and len(w) <= len(word) + 4 for w in asked)
+    return any(w.startswith(head) and len(word) - 2 <= len(w) <= len(word) + 4 for w in asked)
+
+
+def written_values(question: str) -> tuple[str, ...]:
+    """The values a question writes out for a field of free text: what it quotes, and words
+    that are not prose ("www.example.com", "MCG24002742", "ZELL")."""
+    quoted = re.findall(r"\"([^\"]{1,80})\"|“([^”]{1,80})”|(?<!\w)'([^']{1,80})'(?!\w)", question)
+    found = [part for parts in quoted for part in parts if part.strip()]
+    for word in re.findall(r"[\w.@/:+-]+", question):
+        word = word.strip(".:-")
+        if re.fullmatch(r"[\d.,]+", word) or len(word) < 2 or len(word) > 80:
+            continue
+        if re.search(r"\d|[@/]\w|\w{2}\.\w{2}", word) or re.fullmatch(r"[A-Z][A-Z0-9]{2,}", word):
+            found.append(word)
+    return tuple(dict.fromkeys(found))
 
 
 def _question_ints(question: str) -> set[int]:
