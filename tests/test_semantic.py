@@ -548,3 +548,9 @@ def test_a_request_of_periods_alone_shows_the_measure_named(catalog) -> None:
     assert with_named_measure(years, terms, catalog).select == ("fiscal_year", "free_cash_flow")
     listing = Request.model_validate({"select": ["company"]})
     assert with_named_measure(listing, terms, catalog) == listing
+
+
+def test_a_period_by_its_verb_and_grain(catalog) -> None:
+    """"announced in each year" speaks of announced_date by year; "announced in 2023" needs no column."""
+    assert terms_of("How many leveraged buyouts were announced in each year?", catalog).grouped == ("announced_year",)
+    assert "announced_year" not in terms_of("How many deals were announced in 2023?", catalog).select

@@ -118,6 +118,10 @@ def test_the_logistics_draft_scales_weights_and_converts_invoice_lines(tmp_path)
                                           "currency": "EUR"})
         (total,), = db.execute(compile_request(catalog, request).sql).rows
         assert total > 0
+        # A drafted model has no synonyms: "booked in each month" names booked_date by its verb.
+        from groundsql.semantic.terms import terms_of
+
+        assert terms_of("How many shipments were booked in each month of 2023?", catalog).grouped == ("booked_month",)
 
 
 def test_drafted_examples_carry_requests_that_give_their_rows(demo_draft) -> None:

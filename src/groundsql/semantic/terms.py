@@ -295,6 +295,8 @@ def _speaks_of(said: set[str], catalog: Catalog, ref: FieldRef, values: bool = T
     its values that is more than words of the model's own names (the status "Announced" is
     not spoken of by "announced in 2023", which speaks of announced_year)."""
     phrases = [ref.source.name.replace("_", " "), *ref.synonyms]
+    if ref.grain is not None:  # "booked in each month" speaks of booked_date's month
+        phrases.append(re.sub(r"\b(date|time|timestamp|datetime|at|on)\b", " ", phrases[0]))
     if values:
         vocabulary = _vocabulary(catalog)
         phrases += [str(v) for v in catalog.values.get(ref.name, ())
