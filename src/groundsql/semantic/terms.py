@@ -191,6 +191,11 @@ def counted(question: str, catalog: Catalog) -> list[str]:
     the data holds)."""
     things = {_stem(word) for m in re.finditer(r"\b(?:how many|number of|count)((?:\W+\w+){1,3})", question, re.I)
               for word in re.findall(r"[A-Za-z]+", m.group(1)) if word.lower() not in _GENERIC}
+    said = stems(question)
+    for fact in catalog.of_kind("fact"):
+        phrases = [fact.source.name.replace("_", " "), *fact.synonyms]
+        if _named(said, phrases) and any(stems(p) & things for p in phrases):
+            return []  # "how many people work at X": a number the data holds
     found = []
     for ref in catalog.of_kind("measure"):
         if not _counts(ref):
