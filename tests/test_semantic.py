@@ -427,6 +427,8 @@ def test_a_bare_number_names_no_value_of_a_numbered_dimension(catalog) -> None:
     ("On which day of 2023 did ZELL have its lowest close?", {"const": False}),
     ("List the companies founded before 1900, oldest first.", {"const": False}),
     ("Which five companies had the highest revenue in 2023?", {"const": True}),
+    ("List the semiconductor companies in alphabetical order.", {"const": False}),
+    ("List the companies in reverse alphabetical order.", {"const": True}),
     ("Which companies had the highest and the lowest revenue?", {"type": "boolean"}),
 ])
 def test_the_order_goes_the_way_the_question_ranks(catalog, question, desc) -> None:
@@ -555,3 +557,14 @@ def test_a_period_by_its_verb_and_grain(catalog) -> None:
     """"announced in each year" speaks of announced_date by year; "announced in 2023" needs no column."""
     assert terms_of("How many leveraged buyouts were announced in each year?", catalog).grouped == ("announced_year",)
     assert "announced_year" not in terms_of("How many deals were announced in 2023?", catalog).select
+
+
+def test_an_empty_column_only_with_a_word_for_it(catalog) -> None:
+    def nulls(question: str) -> set[str]:
+        filters = request_schema(catalog, terms_of(question, catalog))["properties"]["where"]["items"]["anyOf"]
+        return {f["properties"]["field"]["const"] for f in filters
+                if f["properties"].get("op") == {"enum": ["is null", "is not null"]}}
+
+    assert "website" in nulls("Which companies have no website?")
+    assert "closed_date" in nulls("Which deals announced in 2023 are still unclosed?")
+    assert not nulls("Which companies are in the United States?")

@@ -115,6 +115,10 @@ def request_schema(catalog: Catalog, terms: Terms | None = None) -> dict[str, An
     fields = [f.name for f in catalog.of_kind("dimension", "time", "fact", "measure", "derived", "aggregate")]
     selectable = [name for name in fields if terms.select is None or name in terms.select]
     filters = [_filter_schema(catalog, ref, terms) for ref in catalog.fields.values()]
+    if terms.negates:  # "still unpaid", "without a parent": a column left empty, or filled
+        filters += [_object({"field": {"const": ref.name}, "op": {"enum": ["is null", "is not null"]}},
+                            ["field", "op"]) for ref in catalog.of_kind("dimension", "time", "fact")
+                    if len(ref.exprs) == 1 and ref.grain is None]
     select: dict[str, Any] = {"type": "array", "items": {"enum": selectable}, "minItems": 1, "maxItems": MAX_FIELDS}
     # "How many companies ... in each year": the count comes first, then what groups it.
     prefix = [{"enum": list(names)} for names in (terms.counted, terms.grouped) if names]

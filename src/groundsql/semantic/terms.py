@@ -73,7 +73,7 @@ _COMPARING = re.compile(r"\b(more|less|fewer|greater|larger|smaller|higher|lower
                         r"within|older|younger|newer|earlier|later|between|through|minimum|maximum|outside|"
                         r"loss|losses|negative|positive|deficit|profitable|unprofitable|zero)\b|[<>≤≥]", re.I)
 _NEGATING = re.compile(r"\b(not|no|never|except|excluding|exclude\w*|other than|outside|besides|without|"
-                       r"non|neither|nor)\b|n't\b", re.I)
+                       r"non|neither|nor|unpaid|un(?!ited)\w{3,}ed|missing|pending)\b|n't\b", re.I)
 _CHANGING = re.compile(r"\b(change\w*|grow\w*|growth|increas\w*|decreas\w*|declin\w*|ris[ei]\w*|rose|fall\w*|"
                        r"fell|drop\w*|gain\w*|compar\w*|versus|vs|year[- ]over[- ]year|yoy|differ\w*|jump\w*|"
                        r"shr[iu]nk\w*)\b", re.I)
@@ -238,10 +238,11 @@ def dated(question: str) -> frozenset[str]:
 
 
 def direction(question: str) -> str | None:
-    """"asc" when the question ranks only by words for the low end ("lowest", "oldest"),
-    "desc" for the high end ("highest", "most"); None for both, neither, or an alphabetical order."""
+    """"asc" when the question ranks only by words for the low end ("lowest", "oldest") or
+    lists in alphabetical order, "desc" for the high end ("highest", "most") or a reverse
+    alphabetical order; None for both or neither."""
     if re.search(r"\balphabetic\w*|\bA-Z\b|\bby name\b", question, re.I):
-        return None
+        return "desc" if re.search(r"\b(reverse|descending|Z-A)\b", question, re.I) else "asc"
     low, high = bool(_ASCENDING.search(question)), bool(_DESCENDING.search(question))
     return None if low == high else "asc" if low else "desc"
 
