@@ -568,3 +568,36 @@ def test_an_empty_column_only_with_a_word_for_it(catalog) -> None:
     assert "website" in nulls("Which companies have no website?")
     assert "closed_date" in nulls("Which deals announced in 2023 are still unclosed?")
     assert not nulls("Which companies are in the United States?")
+
+
+@pytest.mark.parametrize("question, one", [
+    ("Which country do the most companies call home?", True),
+    ("In which quarter of fiscal 2023 did Brightwater Foods Inc. earn its highest EBITDA?", True),
+    ("Which companies had the highest revenue in 2023?", False),
+    ("Which five companies had the highest revenue in 2023?", False),
+    ("Which country has companies in Japan?", False),  # no ranking
+])
+def test_a_ranking_that_asks_for_one_thing_gets_one_row(catalog, question, one) -> None:
+    from groundsql.semantic.request import as_asked
+
+    terms = terms_of(question, catalog)
+    assert terms.one is one
+    ranked = Request.model_validate({"select": ["country", "company_count"],
+                                     "order_by": [{"field": "company_count", "desc": True}]})
+    assert as_asked(ranked, terms, catalog).limit == (1 if one else None)
+
+
+def test_a_linked_name_filters_one_field(catalog) -> None:
+    from groundsql.semantic.request import as_asked
+
+    name = "Tenryu Retail K.K."
+    request = Request.model_validate({"select": ["percent_acquired"], "where": [
+        {"field": "company", "value": name}, {"field": "buyer", "value": name}, {"field": "target", "value": name},
+        {"field": "deal_type", "value": "Acquisition"}]})
+    where = as_asked(request, terms_of("What percentage of Tenryu Retail K.K. changed hands?", catalog), catalog).where
+    assert [f.field for f in where] == ["company", "deal_type"]
+
+
+def test_numbers_in_words_are_numbers(catalog) -> None:
+    assert 1.0 in terms_of("Which companies have had more than one stock listing?", catalog).numbers
+    assert terms_of("Who has served as chief executive of Sequanor?", catalog).values["title"] == ("Chief Executive Officer",)

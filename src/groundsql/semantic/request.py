@@ -78,7 +78,7 @@ class Request(_Strict):
         return self.model_dump(mode="json", exclude_defaults=True, by_alias=True)
 
 
-def with_ranges(request: Request, terms: Terms) -> Request:
+def with_ranges(request: Request, terms: Terms, catalog: Catalog | None = None) -> Request:
     """The request as its question reads: the two years of a span the question states ("from
     2019 to 2023") filtered on one field are the span, not the two years alone."""
     where = list(request.where)
@@ -91,6 +91,37 @@ def with_ranges(request: Request, terms: Terms) -> Request:
                 where = [f for f in where if f not in ends]
                 where.insert(at, Filter(field=name, op="between", value=[low, high]))
     return request if where == list(request.where) else request.model_copy(update={"where": tuple(where)})
+
+
+def as_asked(request: Request, terms: Terms, catalog: Catalog) -> Request:
+    """The request as its question reads (the repairs below, in turn)."""
+    for repair in (with_ranges, with_named_measure, with_one_row, with_names_once):
+        request = repair(request, terms, catalog)
+    return request
+
+
+def with_one_row(request: Request, terms: Terms, catalog: Catalog) -> Request:
+    """"Which country has the most companies?" asks for one row: the first of the order."""
+    if terms.one and request.order_by and request.limit is None:
+        return request.model_copy(update={"limit": 1})
+    return request
+
+
+def with_names_once(request: Request, terms: Terms, catalog: Catalog) -> Request:
+    """A name entity linking found filters one field, the first the model gave it: not the
+    company and the buyer and the target and the advisor at once."""
+    seen: set[tuple[str, str]] = set()
+    where = []
+    for flt in request.where:
+        ref = catalog.fields.get(flt.field)
+        entity = getattr(ref.source, "entity", None) if ref is not None else None
+        if entity and flt.op == "=" and isinstance(flt.value, str):
+            key = (entity.lower(), flt.value)
+            if key in seen:
+                continue
+            seen.add(key)
+        where.append(flt)
+    return request if len(where) == len(request.where) else request.model_copy(update={"where": tuple(where)})
 
 
 def with_named_measure(request: Request, terms: Terms, catalog: Catalog) -> Request:

@@ -61,6 +61,8 @@ _COUNT_WORDS = re.compile(r"\b(how many|number of|count\w*|tally|how often|more 
                           r"at least|at most|or more|or fewer|several|multiple|\d+ or more)\b", re.I)
 _MONTH = r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t|tember)?|" \
          r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\b"
+_ONE = re.compile(r"^\W*(?:in |on |for |at )?(?:which|what) (?!(?:is|are|was|were|did|do|does|has|have|had)\b)"
+                  r"[a-z]+(?<!s) (?!and\b)", re.I)
 _GROUPING = re.compile(r"\b(each|every|per|by|which|what|whose|who|where|when|list|show|breakdown|respective\w*|"
                        r"group\w*|split)\b", re.I)
 _EACH = re.compile(r"\b(?:each|every|per|by)\s+((?:[\w-]+\s+)?[\w-]+)", re.I)
@@ -100,6 +102,7 @@ class Terms:
     grouped: tuple[str, ...] = ()  # the fields it asks for one row per ("in each year": a year)
     dated: frozenset[str] = frozenset({"quarter", "month", "day"})  # what its dates name below a year
     measures: tuple[str, ...] = ()  # the measures it names (by name or synonym)
+    one: bool = False  # it ranks and asks for one thing ("Which country has the most ...")
 
 
 def terms_of(question: str, catalog: Catalog, found: Mapping[str, Sequence[str]] | None = None,
@@ -162,6 +165,7 @@ def terms_of(question: str, catalog: Catalog, found: Mapping[str, Sequence[str]]
         values[ref.name] = tuple(w for w in written if spoken or (re.search(r"\d", w) and re.search(r"[A-Za-z]", w)))
     filters = [ref.name for ref in catalog.of_kind("filter") if _speaks_of(said, catalog, ref)]
     numbers = stated_numbers(question)
+    years = {int(y) for y in _YEAR.findall(question)}
     if _LOSS_WORDS.search(question):
         numbers.append(0.0)
     return Terms(
@@ -182,6 +186,7 @@ def terms_of(question: str, catalog: Catalog, found: Mapping[str, Sequence[str]]
         grouped=grouped(question, catalog, dimensions),
         measures=spoken_measures,
         dated=dated(question),
+        one=ranks(question) and bool(_ONE.search(question)) and not _question_ints(question) - years - {1},
     )
 
 
@@ -337,9 +342,12 @@ def named_values(question: str, said: set[str], values: Sequence[object],
     matched on its first letters ("Japanese" names Japan), or by one of its synonyms. A word
     among `fields` (the names of the model's fields) tells nothing; a question's word in
     `vocabulary` names its field, not a value ("customers" does not name "Customs Clearance")."""
-    words = {v: [w for w in re.findall(r"[A-Za-z]+", str(v)) if w.lower() not in _GENERIC and _stem(w) not in own
-                 and _singular(w) not in fields] for v in values}
-    counts = Counter(w.lower() for ws in words.values() for w in set(ws))
+    every = {v: [w for w in re.findall(r"[A-Za-z]+", str(v)) if w.lower() not in _GENERIC and _stem(w) not in own]
+             for v in values}
+    words = {v: [w for w in ws if _singular(w) not in fields] for v, ws in every.items()}
+    # Rarity among all the words: with "Financial" left out (a field's word), "Chief" does not
+    # tell Chief Financial Officer from the other chiefs.
+    counts = Counter(w.lower() for ws in every.values() for w in set(ws))
     asked = [w for w in re.findall(r"[A-Za-z]+", question.lower()) if len(w) >= 4 and _singular(w) not in vocabulary]
     named_fields = [_singular(w) for w in re.findall(r"[A-Za-z]+", question) if _singular(w) in vocabulary]
     if named_fields:
@@ -359,7 +367,7 @@ def named_values(question: str, said: set[str], values: Sequence[object],
                 named.append(value)
             continue
         own = words[value]
-        rare = min((counts[w.lower()] for w in own), default=0)
+        rare = min((counts[w.lower()] for w in every[value]), default=0)
         telling = [w for w in own if counts[w.lower()] == rare]
         if any(says(w) or _begins(w.lower(), asked) for w in telling):
             named.append(value)
@@ -401,8 +409,9 @@ def _question_ints(question: str) -> set[int]:
 
 
 def stated_numbers(question: str) -> list[float]:
-    """The numbers a question states, each also at its scale ("one trillion": 1 and 1e12,
-    "200 million": 200 and 2e8); years are not among them (they are the years of Terms)."""
+    """The numbers a question states, in figures or words, each also at its scale ("one
+    trillion": 1 and 1e12, "200 million": 200 and 2e8); years are not among them (they are
+    the years of Terms)."""
     found: list[float] = []
     for text, unit in _NUMBER.findall(question):
         value = float(text.replace(",", ""))
@@ -415,8 +424,7 @@ def stated_numbers(question: str) -> list[float]:
     for word, unit in _WORD_NUMBER.findall(question):
         value = float(_NUMBER_WORDS[word.lower()])
         scale = _SCALE_WORDS.get(unit.lower().rstrip("s")) if unit else None
-        if scale:
-            found += [value, value * scale]
+        found += [value, value * scale] if scale else [value]  # "more than one listing"
     return found
 
 

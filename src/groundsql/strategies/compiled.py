@@ -28,7 +28,7 @@ from groundsql.retrieval import Example, QueryBank
 from groundsql.semantic.catalog import Catalog
 from groundsql.semantic.compile import CompileError, compile_request
 from groundsql.semantic.render import render_catalog
-from groundsql.semantic.request import Request, request_schema, with_named_measure, with_ranges
+from groundsql.semantic.request import Request, as_asked, request_schema
 from groundsql.semantic.terms import Terms, terms_of
 from groundsql.semantic.verified import Mention, find_mentions, match_template, parameter_mentions
 from groundsql.strategies.answer import Answer, Trace
@@ -85,8 +85,7 @@ def compiled(question: str, ctx: Context) -> Answer:
     request, why, reply = _ask(ctx, chat, trace, "semantic request")
     for attempt in range(ctx.settings.compiled.retries + 1):
         if request is not None:
-            answer = _run(ctx, semantic, with_named_measure(with_ranges(request, terms), terms, semantic.catalog),
-                          trace, grounds)
+            answer = _run(ctx, semantic, as_asked(request, terms, semantic.catalog), trace, grounds)
             if answer.ok:
                 return answer
             why, grounds = answer.error or "the compiled query failed", answer.grounds
