@@ -19,6 +19,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from groundsql.db import Database
+from groundsql.errors import GroundsqlError
 from groundsql.evaluation.execution_match import gold_orders, results_match
 from groundsql.semantic.catalog import Catalog, FieldRef, _via_end, parse
 from groundsql.semantic.compile import CompileError, compile_request
@@ -46,7 +47,7 @@ def request_from_sql(sql: str, catalog: Catalog) -> Request | None:
         return None
     try:
         return _Reader(catalog, query).request()
-    except (_Unreadable, ValueError):
+    except (_Unreadable, ValueError):  # ValueError: pydantic's, a value no request field takes
         return None
 
 
@@ -58,7 +59,7 @@ def verified_request(sql: str, catalog: Catalog, db: Database) -> Request | None
     try:
         compiled = compile_request(catalog, request)
         want, got = db.execute(sql).rows, db.execute(compiled.sql).rows
-    except (CompileError, Exception):  # noqa: BLE001 - a request that does not run is no example
+    except (CompileError, GroundsqlError):  # a request that does not compile or run is no example
         return None
     return request if want and results_match(want, got, gold_orders(sql)) else None
 
