@@ -191,6 +191,49 @@ CASES: dict[str, tuple[dict[str, Any], str]] = {
         "c.company_id JOIN ref_unit u ON fd.unit_id = u.unit_id JOIN ref_data_item di ON fd.data_item_id = "
         "di.data_item_id WHERE c.company_name = 'Hollis Point Electric Holdings, Inc.' AND fp.period_type_id = 1 "
         "AND di.data_item_name = 'EBITDA') SELECT (a.v - b.v) / 1e6 FROM r a JOIN r b ON a.y = 2023 AND b.y = 2022"),
+    # Measures of two tables, each aggregated on its own rows and joined (drill-across).
+    "price-to-earnings: the year's last close over the year's diluted EPS": (
+        {"select": ["pe_ratio"], "where": [{**C, "value": "Osprey Power & Light Holdings, Inc."},
+                                           {"field": "fiscal_year", "value": 2023},
+                                           {"field": "price_date", "value": "2023"}]},
+        "SELECT pd.close_price / fd.data_value FROM company c JOIN security s ON s.company_id = c.company_id "
+        "JOIN trading_item ti ON ti.security_id = s.security_id JOIN price_daily pd ON pd.trading_item_id = "
+        "ti.trading_item_id JOIN financial_period fp ON fp.company_id = c.company_id JOIN financial_data fd ON "
+        "fd.financial_period_id = fp.financial_period_id WHERE c.company_name = 'Osprey Power & Light Holdings, Inc.' "
+        "AND ti.is_primary_listing = 1 AND fp.period_type_id = 1 AND fp.fiscal_year = 2023 AND fd.data_item_id = 142 "
+        "AND pd.price_date = (SELECT MAX(price_date) FROM price_daily p2 WHERE p2.trading_item_id = ti.trading_item_id)"),
+    "market capitalisation in millions": (
+        {"select": ["market_cap"], "where": [{**C, "value": "Chinook Automation Ltd."},
+                                             {"field": "fiscal_year", "value": 2023}], "scale": "millions"},
+        "SELECT pd.close_price * fd.data_value * u.multiplier / 1e6 FROM company c JOIN security s ON s.company_id = "
+        "c.company_id JOIN trading_item ti ON ti.security_id = s.security_id JOIN price_daily pd ON "
+        "pd.trading_item_id = ti.trading_item_id JOIN financial_period fp ON fp.company_id = c.company_id JOIN "
+        "financial_data fd ON fd.financial_period_id = fp.financial_period_id JOIN ref_unit u ON fd.unit_id = u.unit_id "
+        "WHERE c.company_name = 'Chinook Automation Ltd.' AND ti.is_primary_listing = 1 AND fp.period_type_id = 1 AND "
+        "fp.fiscal_year = 2023 AND fd.data_item_id = 1100 AND pd.price_date = (SELECT MAX(price_date) FROM "
+        "price_daily p2 WHERE p2.trading_item_id = ti.trading_item_id)"),
+    "revenue per employee by company, top one": (
+        {"select": ["company", "revenue_per_employee"], "where": [{"field": "fiscal_year", "value": 2022}],
+         "order_by": [{"field": "revenue_per_employee", "desc": True}], "limit": 1},
+        "SELECT c.company_name, fd.data_value * u.multiplier / c.employees AS r FROM financial_data fd JOIN "
+        "financial_period fp ON fd.financial_period_id = fp.financial_period_id JOIN company c ON fp.company_id = "
+        "c.company_id JOIN ref_unit u ON fd.unit_id = u.unit_id WHERE fp.period_type_id = 1 AND fp.fiscal_year = 2022 "
+        "AND fd.data_item_id = 28 ORDER BY r DESC LIMIT 1"),
+    "an amount in two currencies, side by side": (
+        {"select": ["revenue"], "where": [{**C, "value": "Straits Chemicals Limited"}, {"field": "fiscal_year", "value": 2023}],
+         "currency": ["SGD", "USD"], "scale": "millions"},
+        "SELECT fd.data_value * ru.multiplier / 1e6, fd.data_value * ru.multiplier * er.rate_to_usd / 1e6 FROM "
+        "financial_data fd JOIN financial_period fp ON fd.financial_period_id = fp.financial_period_id JOIN company c "
+        "ON fp.company_id = c.company_id JOIN ref_unit ru ON fd.unit_id = ru.unit_id JOIN exchange_rate er ON "
+        "er.currency_id = fd.currency_id AND er.rate_date = (SELECT MAX(x.rate_date) FROM exchange_rate x WHERE "
+        "x.currency_id = fd.currency_id AND x.rate_date <= fp.period_end_date) WHERE c.company_name = "
+        "'Straits Chemicals Limited' AND fp.period_type_id = 1 AND fp.fiscal_year = 2023 AND fd.data_item_id = 28"),
+    "each month's last close of a listing": (
+        {"select": ["price_month", "last_close"], "where": [{"field": "ticker", "value": "ZELL"}]},
+        "SELECT STRFTIME('%Y-%m', pd.price_date) AS m, pd.close_price FROM price_daily pd JOIN trading_item ti ON "
+        "pd.trading_item_id = ti.trading_item_id WHERE ti.ticker_symbol = 'ZELL' AND pd.price_date IN (SELECT "
+        "MAX(p2.price_date) FROM price_daily p2 WHERE p2.trading_item_id = ti.trading_item_id GROUP BY "
+        "STRFTIME('%Y-%m', p2.price_date)) ORDER BY m"),
 }
 
 
@@ -213,7 +256,8 @@ def test_a_dimension_filtered_to_one_value_is_not_a_column(catalog) -> None:
 
 @pytest.mark.parametrize("request_, message", [
     ({"select": ["ticker", "company_count"]}, "one-to-many"),  # the fan-out trap
-    ({"select": ["revenue", "deal_count"]}, "different tables"),
+    ({"select": ["revenue", "deal_count"]}, "different tables"),  # two totals that share nothing
+    ({"select": ["fiscal_year", "market_cap"]}, "cannot be reached"),  # prices have no fiscal year
     ({"select": ["deal_count"], "where": [{**C, "value": "Hikari Telecom K.K."}]}, "cannot be reached"),  # a chasm
     ({"select": ["nope"]}, "no field to select named"),
     ({"select": ["person"], "where": [{"field": "person", "value": "Ann Lee"}]}, "2 columns"),
@@ -285,6 +329,8 @@ def test_compiled_requests_give_the_same_rows_on_postgresql_and_mysql(demo, cata
     (("table: ref_industry\n", "table: ref_industri\n"), r"tables\.1\.table: no table 'ref_industri'"),
     (("expr: net_income * 100.0 / revenue", "expr: net_income * 100.0 / data_value"),
      r"'data_value' is read outside an aggregate"),
+    (("last: price_date", "last: listed_date"), r"measures\.\d+\.last: 'listed_date' is not a time column of prices's key"),
+    (("{field: primary_listing, unless", "{field: exchange, unless"), r"defaults\.0\.value: a default on the dimension"),
 ])
 def test_a_broken_semantic_model_is_one_sentence_with_file_line_and_field(demo, tmp_path, change, message) -> None:
     old, new = change
@@ -321,6 +367,9 @@ def test_the_schema_admits_only_the_models_names_and_found_values(catalog) -> No
     assert props["scale"] == {"enum": ["billions"]} and props["currency"] == {"enum": ["JPY"]}
     bare = request_schema(catalog, terms_of("How many companies are there?", catalog))["properties"]
     assert "scale" not in bare and "currency" not in bare
+    # Two currencies named: one of them, or both side by side.
+    both = request_schema(catalog, terms_of("Revenue in Singapore dollars and in US dollars?", catalog))["properties"]
+    assert both["currency"]["anyOf"][1]["items"] == {"enum": ["SGD", "USD"]}
 
 
 @pytest.mark.parametrize("question, codes", [
@@ -537,6 +586,9 @@ def test_a_request_read_back_is_kept_only_when_it_gives_the_same_rows(demo, cata
 def test_a_longer_name_the_question_says_wins_over_the_words_in_it(catalog) -> None:
     terms = terms_of("Show Stonebridge Brewing Inc.'s free cash flow for every fiscal year from 2019 to 2023.", catalog)
     assert "free_cash_flow" in terms.select and "cash" not in terms.select
+    # A synonym counts as said: "free cash flow margin" is fcf_margin's.
+    margin = terms_of("What was Evergreen Nutrition's free cash flow margin in each fiscal year?", catalog)
+    assert "fcf_margin" in margin.select and "free_cash_flow" not in margin.select
     # Two measures compared keep both: "debt to equity" is not what the question says.
     compared = terms_of("Which companies had more total debt than total equity at the end of fiscal 2023?", catalog)
     assert {"total_debt", "total_equity"} <= set(compared.select)
@@ -570,21 +622,68 @@ def test_an_empty_column_only_with_a_word_for_it(catalog) -> None:
     assert not nulls("Which companies are in the United States?")
 
 
-@pytest.mark.parametrize("question, one", [
-    ("Which country do the most companies call home?", True),
-    ("In which quarter of fiscal 2023 did Brightwater Foods Inc. earn its highest EBITDA?", True),
-    ("Which companies had the highest revenue in 2023?", False),
-    ("Which five companies had the highest revenue in 2023?", False),
-    ("Which country has companies in Japan?", False),  # no ranking
+@pytest.mark.parametrize("question, limit", [
+    ("Which country do the most companies call home?", 1),
+    ("In which quarter of fiscal 2023 did Brightwater Foods Inc. earn its highest EBITDA?", 1),
+    ("Which companies had the highest revenue in 2023?", None),
+    ("Which five companies had the highest revenue in 2023?", 5),
+    ("What were the three largest deals announced in 2023?", 3),
+    ("List the top 10 companies by revenue.", 10),
+    ("Which country has companies in Japan?", None),  # no ranking
 ])
-def test_a_ranking_that_asks_for_one_thing_gets_one_row(catalog, question, one) -> None:
+def test_a_ranking_gets_the_rows_it_asks_for(catalog, question, limit) -> None:
     from groundsql.semantic.request import as_asked
 
     terms = terms_of(question, catalog)
-    assert terms.one is one
+    assert terms.one is (limit == 1)
     ranked = Request.model_validate({"select": ["country", "company_count"],
                                      "order_by": [{"field": "company_count", "desc": True}]})
-    assert as_asked(ranked, terms, catalog).limit == (1 if one else None)
+    assert as_asked(ranked, terms, catalog).limit == limit
+
+
+def test_the_count_of_rows_a_ranking_asks_for_is_no_value_to_compare(catalog) -> None:
+    """"Which three companies had the highest net profit margin": three rows, not a margin of 3."""
+    terms = terms_of("Which three companies had the highest net profit margin in fiscal 2022?", catalog)
+    assert terms.top == 3 and not terms.numbers
+    schema = request_schema(catalog, terms)
+    assert schema["properties"]["limit"] == {"const": 3}
+    filtered = {f["properties"]["field"]["const"] for f in schema["properties"]["where"]["items"]["anyOf"]}
+    assert "net_margin" not in filtered
+    # A number compared with stays a number; a share in percent is no count of rows.
+    assert terms_of("Which companies had revenue above 5 billion in 2023?", catalog).numbers == (5.0, 5e9)
+    assert terms_of("Which companies had the highest margin above 20 percent?", catalog).top is None
+
+
+def test_a_measure_on_two_years_it_does_not_show_is_their_change(catalog) -> None:
+    from groundsql.semantic.request import as_asked
+
+    question = "By how many millions of dollars did Hollis Point Electric's EBITDA change from fiscal 2022 to fiscal 2023?"
+    request = Request.model_validate({"select": ["ebitda"], "where": [
+        {"field": "fiscal_year", "op": "between", "value": [2022, 2023]}], "scale": "millions"})
+    asked = as_asked(request, terms_of(question, catalog), catalog)
+    assert asked.change is not None and (asked.change.from_, asked.change.to, asked.change.percent) == (2022, 2023, False)
+    assert not asked.where
+    percent = as_asked(request, terms_of("By what percentage did EBITDA change from 2022 to 2023?", catalog), catalog)
+    assert percent.change is not None and percent.change.percent
+    # Shown year by year, the two years stay a span; without a word for a change, a sum.
+    by_year = request.model_copy(update={"select": ("fiscal_year", "ebitda")})
+    assert as_asked(by_year, terms_of(question, catalog), catalog).change is None
+    assert as_asked(request, terms_of("What was EBITDA in 2022 and 2023 together?", catalog), catalog).change is None
+
+
+def test_a_named_currency_converts_unless_the_question_speaks_of_reporting(catalog) -> None:
+    from groundsql.semantic.request import as_asked
+
+    filtered = Request.model_validate({"select": ["company", "net_income"], "where": [
+        {"field": "reporting_currency", "value": "USD"}]})
+    converted = as_asked(filtered, terms_of("Rank the companies by fiscal 2023 net income in US dollars.", catalog),
+                         catalog)
+    assert converted.currency == "USD" and not converted.where
+    reported = as_asked(filtered, terms_of("Which companies report net income in US dollars?", catalog), catalog)
+    assert reported == filtered
+    # A selected field twice is one column.
+    twice = Request.model_validate({"select": ["fiscal_year", "net_income", "net_income"]})
+    assert as_asked(twice, terms_of("Net income by fiscal year", catalog), catalog).select == ("fiscal_year", "net_income")
 
 
 def test_a_linked_name_filters_one_field(catalog) -> None:

@@ -165,20 +165,28 @@ def build_catalog(model: SemanticModel, schema: Schema, entity_tables: Sequence[
                                 "measure is an expression of other measures only")
         for part in parts:
             ref = catalog.fields.get(part)
-            if ref is None or ref.kind != "measure":
+            if ref is None or ref.kind not in ("measure", "aggregate"):
                 raise SemanticError(where + ("expr",), f"{part!r} is not a measure")
-            if ref.table != table.name:
-                raise SemanticError(where + ("expr",), f"{part!r} is a measure of {ref.table}, not of {table.name}: "
-                                    "a derived measure combines measures of its own table")
         catalog.fields[measure.name] = FieldRef(measure.name, "derived", table.name, (),
                                                 catalog.fields[measure.name].exprs, measure, parts=tuple(parts))
     for i, table in enumerate(model.tables):
         for j, measure in enumerate(table.measures):
             for k, default in enumerate(measure.defaults):
                 target = catalog.fields.get(default.field)
-                if target is None or target.kind not in ("dimension", "time"):
-                    raise SemanticError(("tables", i, "measures", j, "defaults", k, "field"),
-                                        f"{default.field!r} is not a dimension of the model")
+                at = ("tables", i, "measures", j, "defaults", k)
+                if target is None or target.kind not in ("dimension", "time", "filter"):
+                    raise SemanticError(at + ("field",), f"{default.field!r} is not a dimension or a filter of the model")
+                if (default.value is None) != (target.kind == "filter"):
+                    raise SemanticError(at + ("value",), f"a default on the dimension {default.field!r} needs a value"
+                                        if default.value is None else f"the filter {default.field!r} takes no value")
+            if measure.last is not None:
+                time = catalog.fields.get(measure.last)
+                column = time.exprs[0] if time is not None and time.kind == "time" else None
+                if column is None or time.table != table.name or time.via or time.grain is not None \
+                        or not isinstance(column, exp.Column) or column.name not in table.key or len(table.key) < 2:
+                    raise SemanticError(("tables", i, "measures", j, "last"),
+                                        f"{measure.last!r} is not a time column of {table.name}'s key (the last row "
+                                        "of each series is read by the key's other columns)")
     _check_conversion(model, schema)
     return catalog
 
@@ -300,7 +308,9 @@ def _expression(catalog: Catalog, schema: Schema, table: LogicalTable, sql: str,
 
 
 def model_has_measure(model: SemanticModel, name: str) -> bool:
-    return any(m.name == name for t in model.tables for m in t.measures)
+    """A measure, or a fact aggregated by name (total_employees), which a derived measure may use."""
+    return any(m.name == name for t in model.tables for m in t.measures) or \
+        any(f.aggregate_name(a) == name for t in model.tables for f in t.facts for a in f.aggregations)
 
 
 def _names_measures(parsed: exp.Expression, model: SemanticModel) -> bool:

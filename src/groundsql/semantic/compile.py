@@ -6,8 +6,9 @@
 The compiler writes only joins the model declares, and never one that would count a measure
 twice:
 
-- The base is the table of the request's measures (one table: measures of two tables are not
-  combined). Without measures, it is the table from which every named field is reached with
+- The base is the table of the request's measures. Measures of several tables (a derived
+  measure of two: price times shares) are each aggregated on their own table, by the same
+  dimensions, and the results joined on them (drill-across). Without measures, it is the table from which every named field is reached with
   the fewest row-repeating (one-to-many) steps: a listing of a person's roles starts at the
   roles, not at the people.
 - Every other table is reached along the shortest path of automatic relationships (a tie
@@ -44,6 +45,7 @@ from groundsql.semantic.request import Filter, Request
 __all__ = ["CompileError", "Compiled", "compile_request"]
 
 _MAX_PATH = 5  # relationships between the base and any table a request reaches
+_FIRST = "m1"  # the first table's subquery, when measures of several are joined
 
 
 class CompileError(GroundsqlError):
@@ -76,9 +78,190 @@ Path = tuple[_Step, ...]
 
 
 def compile_request(catalog: Catalog, request: Request) -> Compiled:
+    if isinstance(request.currency, tuple):
+        return _in_currencies(catalog, request)
     if request.change is not None:
         return _change(catalog, request)
+    if len(_measure_tables(catalog, request)) > 1:
+        plan = _across(catalog, request)
+        columns = {name: names[0] for name, names in plan.outputs.items() if len(names) == 1}
+        query = _outer_order(plan.query, request, columns, plan.shown, _FIRST, catalog.dialect)
+        return Compiled(query.sql(dialect=catalog.dialect), plan.base, plan.notes)
     return _Compiler(catalog, request).compile()
+
+
+def _in_currencies(catalog: Catalog, request: Request) -> Compiled:
+    """Each amount in two currencies, side by side: the request compiled once in each (its
+    own conversion, scale and defaults) and the two joined on its dimensions."""
+    assert isinstance(request.currency, tuple)
+    codes = list(dict.fromkeys(request.currency))
+    if len(codes) == 1:
+        return compile_request(catalog, request.model_copy(update={"currency": codes[0]}))
+    plans = [_plan(catalog, request.model_copy(update={"currency": code, "order_by": (), "limit": None}))
+             for code in codes]
+    first = plans[0]
+    shown = first.shown
+    aliases = [f"c{k + 1}" for k in range(len(plans))]
+    select: list[exp.Expression] = [exp.column(name, table=aliases[0]) for name in shown]
+    columns = {name: name for name in shown}
+    converted = [m for m in first.measures if m.kind != "aggregate" and m.source.amount]  # type: ignore[union-attr]
+    if not converted:
+        raise CompileError("two currencies are asked for, and the request selects no amount to convert")
+    for m in first.measures:
+        for k, (code, alias) in enumerate(zip(codes, aliases)):
+            if m not in converted and k:
+                continue
+            name = f"{m.name}_{code.lower()}" if m in converted else m.name
+            select.append(exp.alias_(exp.column(m.name, table=alias), name, quoted=False))
+            columns.setdefault(m.name, name)
+    query = _side_by_side(select, [(plan.query, alias) for plan, alias in zip(plans, aliases)], shown)
+    query = _outer_order(query, request, columns, shown, aliases[0], catalog.dialect)
+    notes = (*[n for plan in plans for n in plan.notes], f"each amount in {' and in '.join(codes)}")
+    return Compiled(query.sql(dialect=catalog.dialect), first.base, tuple(dict.fromkeys(notes)))
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A request's query without its order and limit, and what it shows."""
+
+    query: exp.Select
+    outputs: dict[str, list[str]]  # each field's columns
+    dims: list[FieldRef]
+    measures: list[FieldRef]
+    notes: tuple[str, ...]
+    base: str
+
+    @property
+    def shown(self) -> list[str]:
+        return [name for d in self.dims for name in self.outputs[d.name]]
+
+
+def _plan(catalog: Catalog, request: Request) -> _Plan:
+    if len(_measure_tables(catalog, request)) > 1:
+        return _across(catalog, request)
+    compiler = _Compiler(catalog, request)
+    query, outputs, dims, measures = compiler.select()
+    return _Plan(query, outputs, dims, measures, tuple(compiler.notes), compiler.base)
+
+
+def _measure_tables(catalog: Catalog, request: Request) -> list[str]:
+    """The tables whose rows the request's measures aggregate (a derived measure's parts')."""
+    tables: list[str] = []
+    for name in request.select:
+        ref = catalog.field(name)
+        if ref is None or ref.kind not in ("measure", "derived", "aggregate"):
+            continue
+        for part in (catalog.fields[p] for p in ref.parts) if ref.kind == "derived" else (ref,):
+            if part.table not in tables:
+                tables.append(part.table)
+    return tables
+
+
+def _across(catalog: Catalog, request: Request) -> _Plan:
+    """Measures of several tables (market capitalisation: a last close times the shares
+    outstanding): each table's measures aggregated on their own rows, by the request's
+    dimensions and the filters that reach that table, and the results joined on the
+    dimensions (drill-across), so no join repeats another table's rows."""
+    chosen = [catalog.field(name) for name in _unique(request.select)]
+    if any(ref is None for ref in chosen):
+        missing = next(name for name, ref in zip(_unique(request.select), chosen) if ref is None)
+        raise CompileError(f"no field to select named {missing!r} in the semantic model")
+    for flt in request.where:
+        ref = catalog.field(flt.field)
+        if ref is not None and ref.kind in ("measure", "derived", "aggregate"):
+            raise CompileError(f"a filter on {flt.field} next to measures of several tables is not supported")
+    dims = [ref.name for ref in chosen if ref.kind in ("dimension", "time", "fact")]  # type: ignore[union-attr]
+    measures = [ref for ref in chosen if ref.kind in ("measure", "derived", "aggregate")]  # type: ignore[union-attr]
+    sides: list[tuple[str, _Plan]] = []
+    side_of: dict[str, str] = {}
+    used: Counter[int] = Counter()
+    tables = _measure_tables(catalog, request)
+    for k, table in enumerate(tables):
+        parts = [p.name for m in measures for p in ((catalog.fields[n] for n in m.parts) if m.kind == "derived" else (m,))
+                 if p.table == table]
+        where = [(i, f) for i, f in enumerate(request.where) if _reaches(catalog, table, f.field)]
+        used.update(i for i, _ in where)
+        sub = request.model_copy(update={"select": tuple(_unique([*dims, *parts])), "where": tuple(f for _, f in where),
+                                         "order_by": (), "limit": None, "scale": None, "change": None})
+        plan = _plan(catalog, sub)
+        alias = _FIRST if k == 0 else f"m{k + 1}"
+        sides.append((alias, plan))
+        side_of.update({name: alias for name in parts})
+    left_out = [f.field for i, f in enumerate(request.where) if i not in used]
+    if left_out:
+        raise CompileError(f"the filter on {left_out[0]} reaches none of the tables of "
+                           + ", ".join(m.name for m in measures))
+    shown = sides[0][1].shown
+    if not shown and not any(n > 1 for n in used.values()):
+        # Total revenue beside the number of deals relates nothing: two numbers side by side.
+        raise CompileError(f"measures of different tables ({', '.join(tables)}) are combined only by a dimension "
+                           "or a filter they share, and the request has neither")
+    if any(plan.shown != shown for _, plan in sides[1:]):
+        raise CompileError("the measures of " + " and ".join(p.base for _, p in sides) + " are not shown by the same "
+                           "dimensions (a filter that reaches one table only leaves a column in the other)")
+    first = sides[0][0]
+    select: list[exp.Expression] = [exp.column(name, table=first) for name in shown]
+    for m in measures:
+        if m.kind == "derived":
+            value = m.exprs[0].copy()
+            for column in list(value.find_all(exp.Column)):
+                column.replace(exp.Paren(this=exp.column(column.name, table=side_of[column.name])))
+        else:
+            value = exp.column(m.name, table=side_of[m.name])
+        if request.scale and m.kind != "aggregate" and m.source.amount:  # type: ignore[union-attr]
+            value = exp.Div(this=_paren(value), expression=exp.Literal.number(repr(SCALES[request.scale])), typed=True)
+        select.append(exp.alias_(value, m.name, quoted=False))
+    query = _side_by_side(select, [(plan.query, alias) for alias, plan in sides], shown)
+    outputs = {**sides[0][1].outputs, **{m.name: [m.name] for m in measures}}
+    notes = [n for _, plan in sides for n in plan.notes]
+    notes.append("measures of " + " and ".join(plan.base for _, plan in sides) + " each aggregated on their own "
+                 "table, then joined" + (f" on {', '.join(shown)}" if shown else ""))
+    return _Plan(query, outputs, sides[0][1].dims, measures, tuple(dict.fromkeys(notes)), sides[0][1].base)
+
+
+def _side_by_side(select: list[exp.Expression], parts: list[tuple[exp.Select, str]], shown: list[str]) -> exp.Select:
+    """`select` over subqueries (each with its alias) joined on the dimensions they all show,
+    or side by side (one row each) when they show none."""
+    (first, first_alias), *rest = parts
+    query = exp.select(*select).from_(exp.Subquery(this=first, alias=exp.TableAlias(
+        this=exp.to_identifier(first_alias))))
+    for sub, alias in rest:
+        other = exp.Subquery(this=sub, alias=exp.TableAlias(this=exp.to_identifier(alias)))
+        if shown:
+            query = query.join(other, on=_and([exp.EQ(this=exp.column(name, table=first_alias),
+                                                      expression=exp.column(name, table=alias)) for name in shown]))
+        else:
+            query = query.join(other, join_type="cross")
+    return query
+
+
+def _reaches(catalog: Catalog, table: str, name: str) -> bool:
+    """Whether a filter on the field `name` applies to the rows of `table`: they reach its
+    table without a one-to-many step (a company's fiscal year is a period's, not a company's)."""
+    ref = catalog.field(name)
+    if ref is None:
+        return False
+    path = _Compiler(catalog, Request())._shortest(table, ref.table, strict=False)
+    return path is not None and not any(step.fans_out for step in path)
+
+
+def _outer_order(query: exp.Select, request: Request, columns: dict[str, str], shown: list[str],
+                 first: str, dialect: str) -> exp.Select:
+    """The order the request asks for, then its dimensions (a stable order), and its limit,
+    on a query over subqueries; `columns`: each field's column. A dimension is in every
+    subquery: it is read from the `first`."""
+
+    def column(name: str) -> exp.Column:
+        return exp.column(name, table=first) if name in shown else exp.column(name)
+
+    asked = [o for o in request.order_by if o.field in columns]
+    order = [_ordered(column(columns[o.field]), o.desc, dialect) for o in asked]
+    order += [_ordered(column(name), False, dialect) for name in shown if name not in {columns[o.field] for o in asked}]
+    if order:
+        query = query.order_by(*order)
+    if request.limit is not None:
+        query = query.limit(request.limit)
+    return query
 
 
 def _change(catalog: Catalog, request: Request) -> Compiled:
@@ -98,13 +281,13 @@ def _change(catalog: Catalog, request: Request) -> Compiled:
         # Scaled once, the difference ("by how many millions"), not each side.
         period = request.model_copy(update={"change": None, "order_by": (), "limit": None, "scale": None,
                                             "where": (*where, Filter(field=change.field, value=value))})
-        compiler = _Compiler(catalog, period)
-        plans.append((compiler, *compiler.select()))
-    (now, query, outputs, dims, measures), (_, before, _, _, _) = plans
+        plans.append(_plan(catalog, period))
+    now, previous = plans
+    query, before, measures = now.query, previous.query, now.measures
     if not measures:
         raise CompileError("a change is of a measure: the request selects none")
     dialect = catalog.dialect
-    shown = [name for d in dims for name in outputs[d.name]]
+    shown = now.shown
     select: list[exp.Expression] = [exp.column(name, table="cur") for name in shown]
     columns: dict[str, str] = {name: name for name in shown}
     for m in measures:
@@ -121,24 +304,8 @@ def _change(catalog: Catalog, request: Request) -> Compiled:
                                  typed=True)
         select.append(exp.alias_(difference, name, quoted=False))
         columns[m.name] = name
-    joined = exp.select(*select).from_(exp.Subquery(this=query, alias=exp.TableAlias(this=exp.to_identifier("cur"))))
-    other = exp.Subquery(this=before, alias=exp.TableAlias(this=exp.to_identifier("prev")))
-    if shown:
-        on = _and([exp.EQ(this=exp.column(name, table="cur"), expression=exp.column(name, table="prev"))
-                   for name in shown])
-        joined = joined.join(other, on=on)
-    else:
-        joined = joined.join(other, join_type="cross")
-    def column(name: str) -> exp.Column:  # a dimension is in both subqueries: cur's
-        return exp.column(name, table="cur") if name in shown else exp.column(name)
-
-    asked = [o for o in request.order_by if o.field in columns]
-    order = [_ordered(column(columns[o.field]), o.desc, dialect) for o in asked]
-    order += [_ordered(column(name), False, dialect) for name in shown if name not in {columns[o.field] for o in asked}]
-    if order:
-        joined = joined.order_by(*order)
-    if request.limit is not None:
-        joined = joined.limit(request.limit)
+    joined = _side_by_side(select, [(query, "cur"), (before, "prev")], shown)
+    joined = _outer_order(joined, request, columns, shown, "cur", dialect)
     notes = (*now.notes, f"the change of {', '.join(m.name for m in measures)} from {change.field} {change.from_} "
              f"to {change.to}" + (" in percent of the first" if change.percent else ""))
     return Compiled(joined.sql(dialect=dialect), now.base, tuple(dict.fromkeys(notes)))
@@ -246,10 +413,16 @@ class _Compiler:
             outputs[ref.name] = names
 
         where, having = self._filters(filters, dim_paths)
+        last = [p for p in parts if getattr(p.source, "last", None)]
+        if last:
+            if len(last) < len(parts) or len({p.source.last for p in last}) > 1:  # type: ignore[union-attr]
+                raise CompileError(f"{last[0].name} reads the last row of each series: it is not combined with "
+                                   f"{', '.join(p.name for p in parts if p is not last[0])} in one query")
+            where.append(self._last_rows(last[0], filters, dims))
         hoisted = self._hoisted_filter(parts)
         if hoisted is not None:
             where.append(hoisted)
-        elif parts and all(p.source.filter for p in parts):  # type: ignore[union-attr]
+        elif parts and all(getattr(p.source, "filter", None) for p in parts):
             where.append(_or([self._qualify(p.exprs[1], p) for p in parts]))
         for ref in measures:
             select.append(exp.alias_(self._measure(ref, hoisted is not None, scaled=True), ref.name, quoted=False))
@@ -325,7 +498,7 @@ class _Compiler:
         parts: list[FieldRef] = []
         for ref in refs:
             for part in (self.catalog.fields[p] for p in ref.parts) if ref.kind == "derived" else (ref,):
-                if part.kind == "measure" and part not in parts:
+                if part.kind in ("measure", "aggregate") and part not in parts:
                     parts.append(part)
         return parts
 
@@ -336,7 +509,7 @@ class _Compiler:
         used |= {self._time_root(ref) for ref in [*dims, *(r for _, r in filters)] if ref.kind == "time"}
         added = list(filters)
         for ref in self._measure_parts(measures):
-            for default in ref.source.defaults:  # type: ignore[union-attr]
+            for default in getattr(ref.source, "defaults", ()):
                 if default.field in used:
                     continue
                 aside = [name for name in default.unless if name in used]
@@ -349,7 +522,8 @@ class _Compiler:
                     continue
                 used.add(default.field)
                 added.append((Filter(field=default.field, value=default.value), self.catalog.fields[default.field]))
-                self.notes.append(f"{ref.name}: {default.field} = {default.value!r} (the measure's default)")
+                said = default.field if default.value is None else f"{default.field} = {default.value!r}"
+                self.notes.append(f"{ref.name}: {said} (the measure's default)")
         return added
 
     @staticmethod
@@ -360,7 +534,7 @@ class _Compiler:
 
     def _base(self, measures: list[FieldRef], dims: list[FieldRef], filters: list[tuple[Filter, FieldRef]]) -> str:
         if measures:
-            tables = {m.table for m in measures}
+            tables = {p.table for p in self._measure_parts(measures)} | {m.table for m in measures if m.kind == "aggregate"}
             if len(tables) > 1:
                 listed = ", ".join(f"{m.name} ({m.table})" for m in measures)
                 raise CompileError(f"measures of different tables are not combined in one request: {listed}")
@@ -625,9 +799,30 @@ class _Compiler:
 
         return convert
 
+    def _last_rows(self, ref: FieldRef, filters: list[tuple[Filter, FieldRef]], dims: list[FieldRef]) -> exp.Expression:
+        """The rows of each series (the key's other columns) at its last date among those the
+        request's filters on that date admit, in each of the periods it is grouped by: a
+        year's last close, each month's last close."""
+        time = self.catalog.fields[ref.source.last]  # type: ignore[union-attr]
+        table = self.catalog.table(ref.table)
+        own = self._join(self._path_to(ref.table))
+        inner = self._new_alias(f"{table.name}_last")
+        date = time.exprs[0].name
+        conditions: list[exp.Expression] = [exp.EQ(this=exp.column(key, inner), expression=exp.column(key, own))
+                                             for key in table.key if key != date]
+        conditions += [self._condition(flt, r, inner) for flt, r in filters
+                       if r.kind == "time" and r.source is time.source and r.table == ref.table]
+        conditions += [exp.EQ(this=self._grain(exp.column(date, inner), d.grain),
+                              expression=self._grain(exp.column(date, own), d.grain))
+                       for d in dims if d.kind == "time" and d.source is time.source and d.grain is not None]
+        latest = exp.select(exp.Max(this=exp.column(date, inner))).from_(_table(table.table, inner)).where(
+            _and(conditions))
+        self.notes.append(f"{ref.name}: the last {date} of each series")
+        return exp.EQ(this=exp.column(date, own), expression=exp.Subquery(this=latest))
+
     def _hoisted_filter(self, parts: list[FieldRef]) -> exp.Expression | None:
         """The measures' shared row filter, when every one has the same: a WHERE."""
-        filters = {p.source.filter for p in parts}  # type: ignore[union-attr]
+        filters = {getattr(p.source, "filter", None) for p in parts}
         if len(filters) != 1 or None in filters:
             return None
         return self._qualify(parts[0].exprs[1], parts[0])

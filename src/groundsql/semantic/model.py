@@ -116,7 +116,7 @@ class DefaultFilter(_Strict):
     ("a figure for fiscal 2023" is the annual one unless quarters are asked for)."""
 
     field: str
-    value: str | int | float
+    value: str | int | float | None = None  # none for a named filter (primary_listing)
     # Other fields whose use also sets it aside (grouping by fiscal_quarter asks for quarters).
     unless: tuple[str, ...] = ()
 
@@ -142,6 +142,10 @@ class Measure(_Field):
     defaults: tuple[DefaultFilter, ...] = ()
     currency: CurrencyOf | None = None  # amounts that can be converted (and scaled)
     scalable: bool = False  # amounts that can be scaled ("in millions") without a currency
+    # A time dimension of the table: the measure reads the last row of each series (the rows
+    # that share the table's key but for this column) within the request's filters on it, as
+    # a closing price at the end of a year or a balance at the end of a month is read.
+    last: str | None = None
 
     @property
     def amount(self) -> bool:

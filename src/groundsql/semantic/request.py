@@ -67,7 +67,9 @@ class Request(_Strict):
     # group it, as in SQL.
     select: tuple[str, ...] = ()
     where: tuple[Filter, ...] = ()
-    currency: str | None = None  # convert amounts into this currency (its code)
+    # Convert amounts into this currency (its code); two codes show each amount in both
+    # ("in millions of Singapore dollars, and in US dollars").
+    currency: str | tuple[str, str] | None = None
     scale: Literal["thousands", "millions", "billions", "trillions"] | None = None
     order_by: tuple[Order, ...] = ()
     limit: int | None = Field(None, ge=1, le=10_000)
@@ -95,9 +97,69 @@ def with_ranges(request: Request, terms: Terms, catalog: Catalog | None = None) 
 
 def as_asked(request: Request, terms: Terms, catalog: Catalog) -> Request:
     """The request as its question reads (the repairs below, in turn)."""
-    for repair in (with_ranges, with_named_measure, with_one_row, with_names_once):
+    for repair in (with_fields_once, with_ranges, with_change, with_named_measure, with_one_row, with_top,
+                   with_names_once, with_named_currency):
         request = repair(request, terms, catalog)
     return request
+
+
+def with_fields_once(request: Request, terms: Terms, catalog: Catalog) -> Request:
+    """A field selected twice is one column ("free_cash_flow" four times is a small model
+    filling the array up to its bound)."""
+    select = tuple(dict.fromkeys(request.select))
+    return request if select == request.select else request.model_copy(update={"select": select})
+
+
+def with_top(request: Request, terms: Terms, catalog: Catalog) -> Request:
+    """"The three largest deals" is three rows of the order."""
+    if terms.top is not None and request.order_by and request.limit is None:
+        return request.model_copy(update={"limit": terms.top})
+    return request
+
+
+def with_change(request: Request, terms: Terms, catalog: Catalog) -> Request:
+    """"How did X change from 2022 to 2023" is a change, not the two years' sum: a measure
+    filtered on both years of a yearly field it does not show becomes their difference (in
+    percent when the question asks for one)."""
+    if request.change is not None or not terms.changes or terms.years is None:
+        return request
+    said = list(dict.fromkeys(terms.years))
+    measures = [name for name in request.select
+                if (ref := catalog.fields.get(name)) is not None and ref.kind in ("measure", "derived", "aggregate")]
+    if len(said) < 2 or not measures:
+        return request
+    for flt in request.where:
+        ref = catalog.fields.get(flt.field)
+        yearly = ref is not None and ref.kind == "time" and (ref.source.type == "year" or ref.grain == "year")  # type: ignore[union-attr]
+        values = flt.value if isinstance(flt.value, list) else [flt.value]
+        if not yearly or flt.field in request.select or flt.op not in ("=", "in", "between") or len(values) != 2:
+            continue
+        if set(values) != {said[0], said[1]}:
+            continue
+        change = Change(field=flt.field, to=said[1], percent=bool(terms.percent), **{"from": said[0]})
+        where = tuple(f for f in request.where if f is not flt)
+        return request.model_copy(update={"change": change, "where": where})
+    return request
+
+
+def with_named_currency(request: Request, terms: Terms, catalog: Catalog) -> Request:
+    """"Net income in US dollars" converts the amounts into dollars: the currency the question
+    names is the request's, and not a filter on the currency the figures are reported in
+    (unless the question speaks of reporting)."""
+    if request.currency is not None or len(terms.currencies or ()) != 1 or terms.reports:
+        return request
+    code = (terms.currencies or ())[0]
+    amounts = [ref for name in request.select if (ref := catalog.fields.get(name)) is not None
+               and ref.kind in ("measure", "derived") and getattr(ref.source, "currency", None) is not None]
+    if not amounts:
+        return request
+    where = tuple(f for f in request.where if not (f.value == code and _is_currency_code(catalog, f.field)))
+    return request.model_copy(update={"currency": code, "where": where})
+
+
+def _is_currency_code(catalog: Catalog, name: str) -> bool:
+    listed = catalog.values.get(name) or ()
+    return bool(listed) and all(v in catalog.currency_keys for v in listed)
 
 
 def with_one_row(request: Request, terms: Terms, catalog: Catalog) -> Request:
@@ -162,6 +224,9 @@ def request_schema(catalog: Catalog, terms: Terms | None = None) -> dict[str, An
     currencies = sorted(catalog.currency_keys) if terms.currencies is None else list(terms.currencies)
     if catalog.model.currency is not None and currencies:
         properties["currency"] = {"enum": currencies}
+        if len(currencies) >= 2 and terms.currencies is not None:  # the question names both
+            properties["currency"] = {"anyOf": [properties["currency"], {
+                "type": "array", "items": {"enum": currencies}, "minItems": 2, "maxItems": 2}]}
     scales = list(SCALES) if terms.scales is None else list(terms.scales)
     if scales and any(f.kind in ("measure", "derived") and f.source.amount for f in catalog.fields.values()):  # type: ignore[union-attr]
         properties["scale"] = {"enum": scales}
@@ -172,7 +237,8 @@ def request_schema(catalog: Catalog, terms: Terms | None = None) -> dict[str, An
             "type": "object", "additionalProperties": False,
             "required": ["field"] if terms.direction is None else ["field", "desc"],
             "properties": {"field": {"enum": selectable}, "desc": desc}}}
-        properties["limit"] = {"type": "integer", "minimum": 1, "maximum": 1000}
+        properties["limit"] = {"type": "integer", "minimum": 1, "maximum": 1000} if terms.top is None \
+            else {"const": terms.top}
     change = _change_schema(catalog, terms)
     if change is not None:
         properties["change"] = change
@@ -190,7 +256,8 @@ def _change_schema(catalog: Catalog, terms: Terms) -> dict[str, Any] | None:
     if not fields:
         return None
     year: dict[str, Any] = {"type": "integer", "minimum": 1000, "maximum": 9999} if years is None else {"enum": years}
-    return _object({"field": {"enum": fields}, "from": year, "to": year, "percent": {"type": "boolean"}},
+    percent = {"type": "boolean"} if terms.percent is None else {"const": terms.percent}
+    return _object({"field": {"enum": fields}, "from": year, "to": year, "percent": percent},
                    ["field", "from", "to"])
 
 

@@ -31,7 +31,7 @@ from sqlglot import exp
 
 from groundsql.semantic.catalog import Catalog, FieldRef
 
-__all__ = ["Terms", "direction", "named_currencies", "named_scales", "ranks", "terms_of", "year_ranges"]
+__all__ = ["Terms", "direction", "named_currencies", "named_scales", "ranks", "terms_of", "top_n", "year_ranges"]
 
 _GENERIC = frozenset("name names number total count value values id the of a an and in".split())
 _RANKING = re.compile(r"\b(most|least|fewest|top|bottom|best|worst|first|last|maximum|minimum|rank\w*|order\w*|"
@@ -103,6 +103,9 @@ class Terms:
     dated: frozenset[str] = frozenset({"quarter", "month", "day"})  # what its dates name below a year
     measures: tuple[str, ...] = ()  # the measures it names (by name or synonym)
     one: bool = False  # it ranks and asks for one thing ("Which country has the most ...")
+    top: int | None = None  # the rows a ranking asks for ("the three largest deals": 3)
+    percent: bool | None = None  # it asks for a percentage ("by what percentage", "in percent")
+    reports: bool = False  # it speaks of the currency figures are reported in
 
 
 def terms_of(question: str, catalog: Catalog, found: Mapping[str, Sequence[str]] | None = None,
@@ -116,11 +119,13 @@ def terms_of(question: str, catalog: Catalog, found: Mapping[str, Sequence[str]]
     said = stems(question)
     dimensions = [ref.name for ref in catalog.of_kind("dimension", "time", "fact") if _speaks_of(said, catalog, ref)]
     measures = [ref.name for ref in catalog.of_kind("measure", "derived") if _speaks_of(said, catalog, ref)]
-    # "free cash flow" names free_cash_flow, not also cash.
-    named = {name: stems(name.replace("_", " ")) for name in measures}
-    phrases = [named[name] for name in measures
-               if re.search(rf"\b{re.escape(name.replace('_', ' '))}", question, re.I)]
-    measures = [name for name in measures if not any(named[name] < words for words in phrases)]
+    # "free cash flow" names free_cash_flow, not also cash; "free cash flow margin" (a synonym
+    # of fcf_margin) names fcf_margin, not also free_cash_flow.
+    phrases = {name: [stems(p) for p in (name.replace("_", " "), *catalog.fields[name].synonyms)
+                      if re.search(rf"\b{re.escape(p)}", question, re.I)] for name in measures}
+    said_phrases = [words for found in phrases.values() for words in found]
+    measures = [name for name in measures
+                if not phrases[name] or not all(any(own < words for words in said_phrases) for own in phrases[name])]
     measures += [ref.name for ref in catalog.of_kind("aggregate") if _aggregated(question, said, ref)]
     spoken_measures = tuple(measures)
     if not measures and (not dimensions or _QUANTITY.search(question)):
@@ -165,6 +170,9 @@ def terms_of(question: str, catalog: Catalog, found: Mapping[str, Sequence[str]]
         values[ref.name] = tuple(w for w in written if spoken or (re.search(r"\d", w) and re.search(r"[A-Za-z]", w)))
     filters = [ref.name for ref in catalog.of_kind("filter") if _speaks_of(said, catalog, ref)]
     numbers = stated_numbers(question)
+    top = top_n(question)
+    if top is not None:  # "the three largest deals": three rows, not a value of three
+        numbers = [n for n in numbers if n != top]
     years = {int(y) for y in _YEAR.findall(question)}
     if _LOSS_WORDS.search(question):
         numbers.append(0.0)
@@ -181,6 +189,9 @@ def terms_of(question: str, catalog: Catalog, found: Mapping[str, Sequence[str]]
         compares=bool(_COMPARING.search(question)),
         negates=bool(_NEGATING.search(question)),
         changes=bool(_CHANGING.search(question)),
+        percent=bool(re.search(r"\bpercent\w*|%", question, re.I)),
+        top=top,
+        reports=bool(re.search(r"\breport\w*", question, re.I)),
         year_ranges=year_ranges(question),
         counted=tuple(name for name in measures if name in counted(question, catalog)),
         grouped=grouped(question, catalog, dimensions),
@@ -250,6 +261,25 @@ def direction(question: str) -> str | None:
         return "desc" if re.search(r"\b(reverse|descending|Z-A)\b", question, re.I) else "asc"
     low, high = bool(_ASCENDING.search(question)), bool(_DESCENDING.search(question))
     return None if low == high else "asc" if low else "desc"
+
+
+def top_n(question: str) -> int | None:
+    """How many rows a ranking asks for, where it says: "top 5", "the three largest deals",
+    "which two companies earned the most"; None without a ranking or a count of rows."""
+    if not ranks(question):
+        return None
+    number = r"(\d{1,4}|" + "|".join(w for w in _NUMBER_WORDS if w not in ("zero", "one")) + ")"
+    superlative = r"(?:\w{3,}est|most|least|fewest|best|worst)\b"
+    for pattern in (rf"\b(?:top|bottom|first|last)\s+{number}\b(?!\s*(?:%|percent|thousand|million|billion))",
+                    rf"\b{number}\s+(?:[a-z-]+\s+){{0,3}}?{superlative}",
+                    rf"^\W*(?:which|what|list|name|show|find|give)\s+(?:the\s+)?{number}\s+[a-z]"):
+        m = re.search(pattern, question, re.I)
+        if m:
+            text = m.group(1).lower()
+            value = int(text) if text.isdigit() else _NUMBER_WORDS[text]
+            if not _YEAR.fullmatch(text) and 1 < value <= 1000:
+                return value
+    return None
 
 
 def year_ranges(question: str) -> tuple[tuple[int, int], ...]:
