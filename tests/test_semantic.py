@@ -228,6 +228,16 @@ CASES: dict[str, tuple[dict[str, Any], str]] = {
         "er.currency_id = fd.currency_id AND er.rate_date = (SELECT MAX(x.rate_date) FROM exchange_rate x WHERE "
         "x.currency_id = fd.currency_id AND x.rate_date <= fp.period_end_date) WHERE c.company_name = "
         "'Straits Chemicals Limited' AND fp.period_type_id = 1 AND fp.fiscal_year = 2023 AND fd.data_item_id = 28"),
+    "a year's share price return: the last close over the first, two reads of one table": (
+        {"select": ["company", "share_return"], "where": [{"field": "country", "value": "Switzerland"},
+                                                          {"field": "price_date", "value": "2023"}]},
+        "SELECT c.company_name, (l.close_price / f.close_price - 1) * 100 FROM company c JOIN ref_country rc ON "
+        "c.country_id = rc.country_id JOIN security s ON s.company_id = c.company_id JOIN trading_item ti ON "
+        "ti.security_id = s.security_id AND ti.is_primary_listing = 1 JOIN price_daily f ON f.trading_item_id = "
+        "ti.trading_item_id AND f.price_date = (SELECT MIN(price_date) FROM price_daily WHERE trading_item_id = "
+        "ti.trading_item_id) JOIN price_daily l ON l.trading_item_id = ti.trading_item_id AND l.price_date = (SELECT "
+        "MAX(price_date) FROM price_daily WHERE trading_item_id = ti.trading_item_id) WHERE rc.country_name = "
+        "'Switzerland'"),
     "each month's last close of a listing": (
         {"select": ["price_month", "last_close"], "where": [{"field": "ticker", "value": "ZELL"}]},
         "SELECT STRFTIME('%Y-%m', pd.price_date) AS m, pd.close_price FROM price_daily pd JOIN trading_item ti ON "
@@ -331,6 +341,7 @@ def test_compiled_requests_give_the_same_rows_on_postgresql_and_mysql(demo, cata
      r"'data_value' is read outside an aggregate"),
     (("last: price_date", "last: listed_date"), r"measures\.\d+\.last: 'listed_date' is not a time column of prices's key"),
     (("{field: primary_listing, unless", "{field: exchange, unless"), r"defaults\.0\.value: a default on the dimension"),
+    (("first: price_date", "first: price_date\n        last: price_date"), r"\.first: a measure reads the last rows or the first"),
 ])
 def test_a_broken_semantic_model_is_one_sentence_with_file_line_and_field(demo, tmp_path, change, message) -> None:
     old, new = change

@@ -179,13 +179,16 @@ def build_catalog(model: SemanticModel, schema: Schema, entity_tables: Sequence[
                 if (default.value is None) != (target.kind == "filter"):
                     raise SemanticError(at + ("value",), f"a default on the dimension {default.field!r} needs a value"
                                         if default.value is None else f"the filter {default.field!r} takes no value")
-            if measure.last is not None:
-                time = catalog.fields.get(measure.last)
+            if measure.last is not None and measure.first is not None:
+                raise SemanticError(("tables", i, "measures", j, "first"), "a measure reads the last rows or the first")
+            if measure.edge is not None:
+                which, name = measure.edge
+                time = catalog.fields.get(name)
                 column = time.exprs[0] if time is not None and time.kind == "time" else None
                 if column is None or time.table != table.name or time.via or time.grain is not None \
                         or not isinstance(column, exp.Column) or column.name not in table.key or len(table.key) < 2:
-                    raise SemanticError(("tables", i, "measures", j, "last"),
-                                        f"{measure.last!r} is not a time column of {table.name}'s key (the last row "
+                    raise SemanticError(("tables", i, "measures", j, which),
+                                        f"{name!r} is not a time column of {table.name}'s key (the {which} row "
                                         "of each series is read by the key's other columns)")
     _check_conversion(model, schema)
     return catalog

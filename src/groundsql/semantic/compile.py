@@ -144,17 +144,26 @@ def _plan(catalog: Catalog, request: Request) -> _Plan:
     return _Plan(query, outputs, dims, measures, tuple(compiler.notes), compiler.base)
 
 
-def _measure_tables(catalog: Catalog, request: Request) -> list[str]:
-    """The tables whose rows the request's measures aggregate (a derived measure's parts')."""
-    tables: list[str] = []
+Side = tuple[str, "tuple[str, str] | None"]  # a table, and the edge of its series a measure reads
+
+
+def _measure_tables(catalog: Catalog, request: Request) -> list[Side]:
+    """The rows the request's measures aggregate (a derived measure's parts'): their tables,
+    and apart within one, the last or first rows of its series (a year's return: the last
+    close over the first)."""
+    sides: list[Side] = []
     for name in request.select:
         ref = catalog.field(name)
         if ref is None or ref.kind not in ("measure", "derived", "aggregate"):
             continue
         for part in (catalog.fields[p] for p in ref.parts) if ref.kind == "derived" else (ref,):
-            if part.table not in tables:
-                tables.append(part.table)
-    return tables
+            if (part.table, _edge(part)) not in sides:
+                sides.append((part.table, _edge(part)))
+    return sides
+
+
+def _edge(ref: FieldRef) -> tuple[str, str] | None:
+    return getattr(ref.source, "edge", None) if ref.kind == "measure" else None
 
 
 def _across(catalog: Catalog, request: Request) -> _Plan:
@@ -176,9 +185,9 @@ def _across(catalog: Catalog, request: Request) -> _Plan:
     side_of: dict[str, str] = {}
     used: Counter[int] = Counter()
     tables = _measure_tables(catalog, request)
-    for k, table in enumerate(tables):
+    for k, (table, edge) in enumerate(tables):
         parts = [p.name for m in measures for p in ((catalog.fields[n] for n in m.parts) if m.kind == "derived" else (m,))
-                 if p.table == table]
+                 if (p.table, _edge(p)) == (table, edge)]
         where = [(i, f) for i, f in enumerate(request.where) if _reaches(catalog, table, f.field)]
         used.update(i for i, _ in where)
         sub = request.model_copy(update={"select": tuple(_unique([*dims, *parts])), "where": tuple(f for _, f in where),
@@ -194,7 +203,7 @@ def _across(catalog: Catalog, request: Request) -> _Plan:
     shown = sides[0][1].shown
     if not shown and not any(n > 1 for n in used.values()):
         # Total revenue beside the number of deals relates nothing: two numbers side by side.
-        raise CompileError(f"measures of different tables ({', '.join(tables)}) are combined only by a dimension "
+        raise CompileError(f"measures of different tables ({', '.join(t for t, _ in tables)}) are combined only by a dimension "
                            "or a filter they share, and the request has neither")
     if any(plan.shown != shown for _, plan in sides[1:]):
         raise CompileError("the measures of " + " and ".join(p.base for _, p in sides) + " are not shown by the same "
@@ -214,8 +223,8 @@ def _across(catalog: Catalog, request: Request) -> _Plan:
     query = _side_by_side(select, [(plan.query, alias) for alias, plan in sides], shown)
     outputs = {**sides[0][1].outputs, **{m.name: [m.name] for m in measures}}
     notes = [n for _, plan in sides for n in plan.notes]
-    notes.append("measures of " + " and ".join(plan.base for _, plan in sides) + " each aggregated on their own "
-                 "table, then joined" + (f" on {', '.join(shown)}" if shown else ""))
+    notes.append("measures of " + " and ".join(dict.fromkeys(plan.base for _, plan in sides)) + " each aggregated "
+                 "on their own rows, then joined" + (f" on {', '.join(shown)}" if shown else ""))
     return _Plan(query, outputs, sides[0][1].dims, measures, tuple(dict.fromkeys(notes)), sides[0][1].base)
 
 
@@ -413,12 +422,11 @@ class _Compiler:
             outputs[ref.name] = names
 
         where, having = self._filters(filters, dim_paths)
-        last = [p for p in parts if getattr(p.source, "last", None)]
-        if last:
-            if len(last) < len(parts) or len({p.source.last for p in last}) > 1:  # type: ignore[union-attr]
-                raise CompileError(f"{last[0].name} reads the last row of each series: it is not combined with "
-                                   f"{', '.join(p.name for p in parts if p is not last[0])} in one query")
-            where.append(self._last_rows(last[0], filters, dims))
+        edges = {_edge(p) for p in parts}
+        if len(edges) > 1:  # never: _plan gives each its own query
+            raise CompileError("measures that read the last or first rows of a series are not combined with others")
+        if parts and _edge(parts[0]) is not None:
+            where.append(self._edge_rows(parts[0], filters, dims))
         hoisted = self._hoisted_filter(parts)
         if hoisted is not None:
             where.append(hoisted)
@@ -799,14 +807,15 @@ class _Compiler:
 
         return convert
 
-    def _last_rows(self, ref: FieldRef, filters: list[tuple[Filter, FieldRef]], dims: list[FieldRef]) -> exp.Expression:
-        """The rows of each series (the key's other columns) at its last date among those the
-        request's filters on that date admit, in each of the periods it is grouped by: a
-        year's last close, each month's last close."""
-        time = self.catalog.fields[ref.source.last]  # type: ignore[union-attr]
+    def _edge_rows(self, ref: FieldRef, filters: list[tuple[Filter, FieldRef]], dims: list[FieldRef]) -> exp.Expression:
+        """The rows of each series (the key's other columns) at its last (first) date among
+        those the request's filters on that date admit, in each of the periods it is grouped
+        by: a year's last close, each month's last close."""
+        which, name = _edge(ref)  # type: ignore[misc]
+        time = self.catalog.fields[name]
         table = self.catalog.table(ref.table)
         own = self._join(self._path_to(ref.table))
-        inner = self._new_alias(f"{table.name}_last")
+        inner = self._new_alias(f"{table.name}_{which}")
         date = time.exprs[0].name
         conditions: list[exp.Expression] = [exp.EQ(this=exp.column(key, inner), expression=exp.column(key, own))
                                              for key in table.key if key != date]
@@ -815,9 +824,9 @@ class _Compiler:
         conditions += [exp.EQ(this=self._grain(exp.column(date, inner), d.grain),
                               expression=self._grain(exp.column(date, own), d.grain))
                        for d in dims if d.kind == "time" and d.source is time.source and d.grain is not None]
-        latest = exp.select(exp.Max(this=exp.column(date, inner))).from_(_table(table.table, inner)).where(
-            _and(conditions))
-        self.notes.append(f"{ref.name}: the last {date} of each series")
+        edge = (exp.Max if which == "last" else exp.Min)(this=exp.column(date, inner))
+        latest = exp.select(edge).from_(_table(table.table, inner)).where(_and(conditions))
+        self.notes.append(f"{ref.name}: the {which} {date} of each series")
         return exp.EQ(this=exp.column(date, own), expression=exp.Subquery(this=latest))
 
     def _hoisted_filter(self, parts: list[FieldRef]) -> exp.Expression | None:

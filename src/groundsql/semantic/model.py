@@ -142,10 +142,16 @@ class Measure(_Field):
     defaults: tuple[DefaultFilter, ...] = ()
     currency: CurrencyOf | None = None  # amounts that can be converted (and scaled)
     scalable: bool = False  # amounts that can be scaled ("in millions") without a currency
-    # A time dimension of the table: the measure reads the last row of each series (the rows
-    # that share the table's key but for this column) within the request's filters on it, as
-    # a closing price at the end of a year or a balance at the end of a month is read.
+    # A time dimension of the table: the measure reads the last (or first) row of each series
+    # (the rows that share the table's key but for this column) within the request's filters
+    # on it, as a closing price at the end of a year or a balance at the end of a month is read.
     last: str | None = None
+    first: str | None = None
+
+    @property
+    def edge(self) -> tuple[str, str] | None:
+        """("last", column) or ("first", column): the rows a last- or first-value measure reads."""
+        return ("last", self.last) if self.last else ("first", self.first) if self.first else None
 
     @property
     def amount(self) -> bool:
