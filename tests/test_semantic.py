@@ -711,3 +711,18 @@ def test_a_linked_name_filters_one_field(catalog) -> None:
 def test_numbers_in_words_are_numbers(catalog) -> None:
     assert 1.0 in terms_of("Which companies have had more than one stock listing?", catalog).numbers
     assert terms_of("Who has served as chief executive of Sequanor?", catalog).values["title"] == ("Chief Executive Officer",)
+
+
+def test_a_value_named_as_a_noun_speaks_of_the_rows_it_describes(catalog) -> None:
+    """"Which bank" asks for companies (by their industry); "each automaker" for one row each."""
+    assert "company" in terms_of("Which bank had the highest net income in 2023?", catalog).select
+    grew = terms_of("How much did each automaker's annual revenue grow from fiscal 2022 to fiscal 2023, in percent?",
+                    catalog)
+    assert grew.grouped == ("company",) and grew.percent
+    assert "company" not in terms_of("List the exchanges in Germany.", catalog).select
+    assert terms_of("How many companies are in Japan?", catalog).select == ("company_count",)
+
+
+def test_a_plural_asked_for_is_not_one_row(catalog) -> None:
+    assert not terms_of("Which Japanese companies had the most revenue?", catalog).one
+    assert terms_of("Which Japanese company had the most revenue?", catalog).one

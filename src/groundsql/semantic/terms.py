@@ -27,6 +27,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+import networkx as nx
 from sqlglot import exp
 
 from groundsql.semantic.catalog import Catalog, FieldRef
@@ -66,6 +67,9 @@ _ONE = re.compile(r"^\W*(?:in |on |for |at )?(?:which|what) (?!(?:is|are|was|wer
 _GROUPING = re.compile(r"\b(each|every|per|by|which|what|whose|who|where|when|list|show|breakdown|respective\w*|"
                        r"group\w*|split)\b", re.I)
 _EACH = re.compile(r"\b(?:each|every|per|by)\s+((?:[\w-]+\s+)?[\w-]+)", re.I)
+# "Which Japanese companies ...": the thing asked for is plural (not "which country").
+_PLURAL_ASKED = re.compile(r"^\W*(?:in |on |for |at )?(?:which|what)\s+(?:[a-z-]+\s+)?[a-z-]{2,}[^s\W]s\b", re.I)
+_WHICH = re.compile(r"\b(which|what|each|every|per)\s+((?:[\w-]+\s+)?[\w-]+)", re.I)
 _ASCENDING = re.compile(r"\b(lowest|least|fewest|smallest|oldest|earliest|cheapest|bottom|minimum|ascending|"
                         r"shortest|weakest|worst)\b", re.I)
 _DESCENDING = re.compile(r"\b(highest|most|largest|biggest|greatest|top|maximum|descending|latest|newest|"
@@ -168,6 +172,18 @@ def terms_of(question: str, catalog: Catalog, found: Mapping[str, Sequence[str]]
         # does not name the dimension, only a code ("MCG24002742", not "EBITDA").
         spoken = _speaks_of(said, catalog, ref, values=False)
         values[ref.name] = tuple(w for w in written if spoken or (re.search(r"\d", w) and re.search(r"[A-Za-z]", w)))
+    # "Which bank ...", "each automaker": a value named as a noun speaks of the rows it
+    # describes (companies, by their industry): their name may be shown, and after "each",
+    # is one row each.
+    labels = _labels_described(catalog, [name for name, named in values.items() if named])
+    each: list[str] = []
+    for m in _WHICH.finditer(question):
+        for name, label in labels.items():
+            if named_values(m.group(2), stems(m.group(2)), values[name]):
+                if label not in dimensions:
+                    dimensions.append(label)
+                if m.group(1).lower() not in ("which", "what") and label not in each:
+                    each.append(label)
     filters = [ref.name for ref in catalog.of_kind("filter") if _speaks_of(said, catalog, ref)]
     numbers = stated_numbers(question)
     top = top_n(question)
@@ -194,10 +210,11 @@ def terms_of(question: str, catalog: Catalog, found: Mapping[str, Sequence[str]]
         reports=bool(re.search(r"\breport\w*", question, re.I)),
         year_ranges=year_ranges(question),
         counted=tuple(name for name in measures if name in counted(question, catalog)),
-        grouped=grouped(question, catalog, dimensions),
+        grouped=tuple(dict.fromkeys([*grouped(question, catalog, dimensions), *each])),
         measures=spoken_measures,
         dated=dated(question),
-        one=ranks(question) and bool(_ONE.search(question)) and not _question_ints(question) - years - {1},
+        one=ranks(question) and bool(_ONE.search(question)) and not _question_ints(question) - years - {1}
+        and not _PLURAL_ASKED.search(question),
     )
 
 
@@ -237,6 +254,24 @@ def grouped(question: str, catalog: Catalog, offered: Sequence[str]) -> tuple[st
             if _named(said, [ref.source.name.replace("_", " "), *ref.synonyms]) or (grain and grain in words):
                 found.append(name)
     return tuple(found)
+
+
+def _labels_described(catalog: Catalog, names: Sequence[str]) -> dict[str, str]:
+    """For each dimension in `names` (a company's industry), the name of the entity its
+    values describe: the label of the nearest table whose many-to-one relationships reach
+    the dimension's table (company, for companies -> industries)."""
+    graph = catalog.graph
+    entities = [ref for ref in catalog.of_kind("dimension") if ref.source.entity and not ref.via]  # type: ignore[union-attr]
+    found: dict[str, str] = {}
+    for name in names:
+        ref = catalog.fields[name]
+        if ref.kind != "dimension" or ref.source.entity or ref.via:  # type: ignore[union-attr]
+            continue
+        reach = [(nx.shortest_path_length(graph, e.table, ref.table), e.name) for e in entities
+                 if e.table != ref.table and nx.has_path(graph, e.table, ref.table)]
+        if reach:
+            found[name] = min(reach)[1]
+    return found
 
 
 def dated(question: str) -> frozenset[str]:
