@@ -680,6 +680,7 @@ def test_a_measure_on_two_years_it_does_not_show_is_their_change(catalog) -> Non
     by_year = request.model_copy(update={"select": ("fiscal_year", "ebitda")})
     assert as_asked(by_year, terms_of(question, catalog), catalog).change is None
     assert as_asked(request, terms_of("What was EBITDA in 2022 and 2023 together?", catalog), catalog).change is None
+    assert as_asked(request, terms_of("Compare EBITDA in 2022 and 2023.", catalog), catalog).change is None
 
 
 def test_a_named_currency_converts_unless_the_question_speaks_of_reporting(catalog) -> None:

@@ -121,7 +121,7 @@ def with_change(request: Request, terms: Terms, catalog: Catalog) -> Request:
     """"How did X change from 2022 to 2023" is a change, not the two years' sum: a measure
     filtered on both years of a yearly field it does not show becomes their difference (in
     percent when the question asks for one)."""
-    if request.change is not None or not terms.changes or terms.years is None:
+    if request.change is not None or not terms.grows or terms.years is None:
         return request
     said = list(dict.fromkeys(terms.years))
     measures = [name for name in request.select

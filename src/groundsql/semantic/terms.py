@@ -109,6 +109,7 @@ class Terms:
     one: bool = False  # it ranks and asks for one thing ("Which country has the most ...")
     top: int | None = None  # the rows a ranking asks for ("the three largest deals": 3)
     percent: bool | None = None  # it asks for a percentage ("by what percentage", "in percent")
+    grows: bool = False  # it asks by how much something changed (not only to compare two values)
     reports: bool = False  # it speaks of the currency figures are reported in
 
 
@@ -206,6 +207,7 @@ def terms_of(question: str, catalog: Catalog, found: Mapping[str, Sequence[str]]
         negates=bool(_NEGATING.search(question)),
         changes=bool(_CHANGING.search(question)),
         percent=bool(re.search(r"\bpercent\w*|%", question, re.I)),
+        grows=bool(_CHANGING.search(re.sub(r"\b(compar\w*|versus|vs)\b", " ", question, flags=re.I))),
         top=top,
         reports=bool(re.search(r"\breport\w*", question, re.I)),
         year_ranges=year_ranges(question),
