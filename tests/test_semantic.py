@@ -727,3 +727,4 @@ def test_a_value_named_as_a_noun_speaks_of_the_rows_it_describes(catalog) -> Non
 def test_a_plural_asked_for_is_not_one_row(catalog) -> None:
     assert not terms_of("Which Japanese companies had the most revenue?", catalog).one
     assert terms_of("Which Japanese company had the most revenue?", catalog).one
+    assert not terms_of("Which of our companies are in Japan? List them alphabetically.", catalog).one

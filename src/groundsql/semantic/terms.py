@@ -62,7 +62,7 @@ _COUNT_WORDS = re.compile(r"\b(how many|number of|count\w*|tally|how often|more 
                           r"at least|at most|or more|or fewer|several|multiple|\d+ or more)\b", re.I)
 _MONTH = r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t|tember)?|" \
          r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\b"
-_ONE = re.compile(r"^\W*(?:in |on |for |at )?(?:which|what) (?!(?:is|are|was|were|did|do|does|has|have|had)\b)"
+_ONE = re.compile(r"^\W*(?:in |on |for |at )?(?:which|what) (?!(?:is|are|was|were|did|do|does|has|have|had|of)\b)"
                   r"[a-z]+(?<!s) (?!and\b)", re.I)
 _GROUPING = re.compile(r"\b(each|every|per|by|which|what|whose|who|where|when|list|show|breakdown|respective\w*|"
                        r"group\w*|split)\b", re.I)
