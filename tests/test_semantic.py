@@ -526,6 +526,22 @@ def test_the_ends_of_a_stated_span_of_years_are_the_span(catalog) -> None:
     assert [f.model_dump() for f in spanned.where] == [{"field": "fiscal_year", "op": "between", "value": [2019, 2023]}]
     alone = "What was the free cash flow margin in fiscal 2019 and in fiscal 2023?"
     assert with_ranges(request, terms_of(alone, catalog)) == request
+    # One end of the span filtered on a date, beside the years shown: the span of the years.
+    one_end = Request.model_validate({"select": ["fiscal_year", "fcf_margin"], "where": [
+        {"field": "period_end_date", "value": "2023"}]})
+    spanned = with_ranges(one_end, terms_of(question, catalog), catalog)
+    assert [f.model_dump() for f in spanned.where] == [{"field": "fiscal_year", "op": "between", "value": [2019, 2023]}]
+
+
+def test_a_ranking_in_one_direction_orders_by_the_measure_shown(catalog) -> None:
+    from groundsql.semantic.request import as_asked
+
+    question = "In which quarter of fiscal 2023 did Brightwater Foods Inc. earn its highest EBITDA?"
+    request = Request.model_validate({"select": ["fiscal_quarter", "ebitda"], "limit": 1})
+    asked = as_asked(request, terms_of(question, catalog), catalog)
+    assert [o.model_dump() for o in asked.order_by] == [{"field": "ebitda", "desc": True}] and asked.limit == 1
+    unranked = "What was Brightwater Foods Inc.'s EBITDA in each quarter of fiscal 2023?"
+    assert as_asked(request, terms_of(unranked, catalog), catalog).order_by == ()
 
 
 def test_scales_a_question_names() -> None:

@@ -82,7 +82,9 @@ class Request(_Strict):
 
 def with_ranges(request: Request, terms: Terms, catalog: Catalog | None = None) -> Request:
     """The request as its question reads: the two years of a span the question states ("from
-    2019 to 2023") filtered on one field are the span, not the two years alone."""
+    2019 to 2023") filtered on one field are the span, not the two years alone; and a request
+    that shows a yearly field ("every fiscal year from 2019 to 2023") but filters one end of
+    the span on a date is the span of that field."""
     where = list(request.where)
     for low, high in terms.year_ranges:
         for name in dict.fromkeys(f.field for f in where):
@@ -92,13 +94,43 @@ def with_ranges(request: Request, terms: Terms, catalog: Catalog | None = None) 
                 at = where.index(ends[0])
                 where = [f for f in where if f not in ends]
                 where.insert(at, Filter(field=name, op="between", value=[low, high]))
+        if catalog is None or any(f.op == "between" for f in where):
+            continue
+        yearly = [name for name in request.select if _yearly(catalog, name)]
+        one_end = [f for f in where if f.op == "=" and _is_time(catalog, f.field)
+                   and str(f.value) in (str(low), str(high))]
+        if yearly and one_end:
+            at = where.index(one_end[0])
+            where = [f for f in where if f not in one_end]
+            where.insert(at, Filter(field=yearly[0], op="between", value=[low, high]))
     return request if where == list(request.where) else request.model_copy(update={"where": tuple(where)})
+
+
+def _is_time(catalog: Catalog, name: str) -> bool:
+    ref = catalog.fields.get(name)
+    return ref is not None and ref.kind == "time"
+
+
+def _yearly(catalog: Catalog, name: str) -> bool:
+    ref = catalog.fields.get(name)
+    return ref is not None and ref.kind == "time" and (ref.source.type == "year" or ref.grain == "year")  # type: ignore[union-attr]
+
+
+def with_ranked_order(request: Request, terms: Terms, catalog: Catalog) -> Request:
+    """"In which quarter ... its highest EBITDA": a ranking the question states in one
+    direction, of the one measure the request shows, orders by it."""
+    measures = [name for name in request.select if (ref := catalog.fields.get(name)) is not None
+                and ref.kind in ("measure", "derived", "aggregate")]
+    if request.order_by or not terms.ranks or terms.direction is None or len(measures) != 1 \
+            or (request.limit is None and not terms.one and terms.top is None):
+        return request
+    return request.model_copy(update={"order_by": (Order(field=measures[0], desc=terms.direction == "desc"),)})
 
 
 def as_asked(request: Request, terms: Terms, catalog: Catalog) -> Request:
     """The request as its question reads (the repairs below, in turn)."""
-    for repair in (with_fields_once, with_ranges, with_change, with_named_measure, with_one_row, with_top,
-                   with_names_once, with_named_currency):
+    for repair in (with_fields_once, with_ranges, with_change, with_named_measure, with_ranked_order, with_one_row,
+                   with_top, with_names_once, with_named_currency):
         request = repair(request, terms, catalog)
     return request
 
