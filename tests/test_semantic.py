@@ -238,6 +238,16 @@ CASES: dict[str, tuple[dict[str, Any], str]] = {
         "ti.trading_item_id) JOIN price_daily l ON l.trading_item_id = ti.trading_item_id AND l.price_date = (SELECT "
         "MAX(price_date) FROM price_daily WHERE trading_item_id = ti.trading_item_id) WHERE rc.country_name = "
         "'Switzerland'"),
+    "an average over quarters, per company": (
+        {"select": ["company", "revenue"], "where": [{"field": "country", "value": "Sweden"},
+                                                     {"field": "fiscal_year", "value": 2023},
+                                                     {"field": "period_type", "value": "Quarterly"}],
+         "per": "fiscal_quarter", "scale": "millions"},
+        "SELECT c.company_name, AVG(fd.data_value * u.multiplier) / 1e6 FROM financial_data fd JOIN financial_period fp "
+        "ON fd.financial_period_id = fp.financial_period_id JOIN company c ON fp.company_id = c.company_id JOIN "
+        "ref_country rc ON c.country_id = rc.country_id JOIN ref_unit u ON fd.unit_id = u.unit_id WHERE "
+        "rc.country_name = 'Sweden' AND fp.fiscal_year = 2023 AND fp.period_type_id = 2 AND fd.data_item_id = 28 "
+        "GROUP BY c.company_name"),
     "each month's last close of a listing": (
         {"select": ["price_month", "last_close"], "where": [{"field": "ticker", "value": "ZELL"}]},
         "SELECT STRFTIME('%Y-%m', pd.price_date) AS m, pd.close_price FROM price_daily pd JOIN trading_item ti ON "
@@ -252,6 +262,7 @@ def test_compiled_request_gives_what_the_hand_written_query_gives(demo, catalog,
     request, reference = CASES[name]
     compiled = compile_request(catalog, Request.model_validate(request))
     got, want = rows(demo, compiled.sql), rows(demo, reference)
+    assert want, f"the hand-written query of {name!r} gives no rows: a comparison that cannot fail"
     same = results_match(want, got, gold_orders(reference)) or _close(list(got), list(want), gold_orders(reference))
     assert same, f"{compiled.sql}\n got {got[:4]}\n want {want[:4]}"
 
@@ -267,6 +278,7 @@ def test_a_dimension_filtered_to_one_value_is_not_a_column(catalog) -> None:
 @pytest.mark.parametrize("request_, message", [
     ({"select": ["ticker", "company_count"]}, "one-to-many"),  # the fan-out trap
     ({"select": ["revenue", "deal_count"]}, "different tables"),  # two totals that share nothing
+    ({"select": ["revenue"], "per": "net_income"}, "average is taken over a dimension"),
     ({"select": ["fiscal_year", "market_cap"]}, "cannot be reached"),  # prices have no fiscal year
     ({"select": ["deal_count"], "where": [{**C, "value": "Hikari Telecom K.K."}]}, "cannot be reached"),  # a chasm
     ({"select": ["nope"]}, "no field to select named"),
@@ -744,3 +756,14 @@ def test_a_plural_asked_for_is_not_one_row(catalog) -> None:
     assert not terms_of("Which Japanese companies had the most revenue?", catalog).one
     assert terms_of("Which Japanese company had the most revenue?", catalog).one
     assert not terms_of("Which of our companies are in Japan? List them alphabetically.", catalog).one
+
+
+def test_an_average_over_periods_is_offered_by_the_words_for_it(catalog) -> None:
+    from groundsql.semantic.terms import averaged_over
+
+    assert averaged_over("What was Nordvik Medical's average quarterly revenue in fiscal 2023?", catalog) == (
+        "fiscal_quarter",)
+    assert "price_month" in averaged_over("How many shares of ZELL traded per month on average in 2023?", catalog)
+    assert averaged_over("What was the average closing price of ZELL in 2023?", catalog) == ()
+    schema = request_schema(catalog, terms_of("What was the average closing price of ZELL in 2023?", catalog))
+    assert "per" not in schema["properties"]

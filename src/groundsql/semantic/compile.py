@@ -82,10 +82,10 @@ def compile_request(catalog: Catalog, request: Request) -> Compiled:
         return _in_currencies(catalog, request)
     if request.change is not None:
         return _change(catalog, request)
-    if len(_measure_tables(catalog, request)) > 1:
-        plan = _across(catalog, request)
+    if request.per is not None or len(_measure_tables(catalog, request)) > 1:
+        plan = _plan(catalog, request)
         columns = {name: names[0] for name, names in plan.outputs.items() if len(names) == 1}
-        query = _outer_order(plan.query, request, columns, plan.shown, _FIRST, catalog.dialect)
+        query = _outer_order(plan.query, request, columns, plan.shown, plan.alias, catalog.dialect)
         return Compiled(query.sql(dialect=catalog.dialect), plan.base, plan.notes)
     return _Compiler(catalog, request).compile()
 
@@ -130,6 +130,7 @@ class _Plan:
     measures: list[FieldRef]
     notes: tuple[str, ...]
     base: str
+    alias: str = ""  # the subquery the dimensions are read from, when the query is over subqueries
 
     @property
     def shown(self) -> list[str]:
@@ -137,6 +138,8 @@ class _Plan:
 
 
 def _plan(catalog: Catalog, request: Request) -> _Plan:
+    if request.per is not None:
+        return _averaged(catalog, request)
     if len(_measure_tables(catalog, request)) > 1:
         return _across(catalog, request)
     compiler = _Compiler(catalog, request)
@@ -145,6 +148,35 @@ def _plan(catalog: Catalog, request: Request) -> _Plan:
 
 
 Side = tuple[str, "tuple[str, str] | None"]  # a table, and the edge of its series a measure reads
+
+
+def _averaged(catalog: Catalog, request: Request) -> _Plan:
+    """The measures' average over the values of `per` ("average quarterly revenue"): the
+    request grouped by `per` too, then averaged by its own dimensions."""
+    per = catalog.field(request.per or "")
+    if per is None or per.kind not in ("dimension", "time"):
+        raise CompileError(f"an average is taken over a dimension's values, and {request.per!r} is none")
+    select = request.select if per.name in request.select else (*request.select, per.name)
+    inner = _plan(catalog, request.model_copy(update={"select": select, "per": None, "order_by": (), "limit": None,
+                                                      "scale": None}))
+    if not inner.measures:
+        raise CompileError(f"an average over {per.name} is of a measure: the request selects none")
+    alias = "per_value"
+    dims = [d for d in inner.dims if d.name != per.name]
+    shown = [name for d in dims for name in inner.outputs[d.name]]
+    outer: list[exp.Expression] = [exp.column(name, table=alias) for name in shown]
+    for m in inner.measures:
+        value: exp.Expression = exp.Avg(this=exp.column(m.name, table=alias))
+        if request.scale and m.kind != "aggregate" and m.source.amount:  # type: ignore[union-attr]
+            value = exp.Div(this=value, expression=exp.Literal.number(repr(SCALES[request.scale])), typed=True)
+        outer.append(exp.alias_(value, m.name, quoted=False))
+    query = exp.select(*outer).from_(exp.Subquery(this=inner.query, alias=exp.TableAlias(
+        this=exp.to_identifier(alias))))
+    if shown:
+        query = query.group_by(*[exp.column(name, table=alias) for name in shown])
+    outputs = {d.name: inner.outputs[d.name] for d in dims} | {m.name: [m.name] for m in inner.measures}
+    notes = (*inner.notes, f"the average of each {per.name}'s value")
+    return _Plan(query, outputs, dims, inner.measures, notes, inner.base, alias)
 
 
 def _measure_tables(catalog: Catalog, request: Request) -> list[Side]:
@@ -225,7 +257,7 @@ def _across(catalog: Catalog, request: Request) -> _Plan:
     notes = [n for _, plan in sides for n in plan.notes]
     notes.append("measures of " + " and ".join(dict.fromkeys(plan.base for _, plan in sides)) + " each aggregated "
                  "on their own rows, then joined" + (f" on {', '.join(shown)}" if shown else ""))
-    return _Plan(query, outputs, sides[0][1].dims, measures, tuple(dict.fromkeys(notes)), sides[0][1].base)
+    return _Plan(query, outputs, sides[0][1].dims, measures, tuple(dict.fromkeys(notes)), sides[0][1].base, _FIRST)
 
 
 def _side_by_side(select: list[exp.Expression], parts: list[tuple[exp.Select, str]], shown: list[str]) -> exp.Select:

@@ -74,6 +74,9 @@ class Request(_Strict):
     order_by: tuple[Order, ...] = ()
     limit: int | None = Field(None, ge=1, le=10_000)
     change: Change | None = None
+    # The measures' average over the values of this field ("average quarterly revenue": each
+    # quarter's revenue, averaged).
+    per: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The request as the model wrote it, without the parts left empty."""
@@ -274,6 +277,10 @@ def request_schema(catalog: Catalog, terms: Terms | None = None) -> dict[str, An
     change = _change_schema(catalog, terms)
     if change is not None:
         properties["change"] = change
+    per = [name for name in terms.per if name in catalog.fields] if terms.per is not None else \
+        [f.name for f in catalog.of_kind("dimension", "time")]
+    if per:
+        properties["per"] = {"enum": per}
     return {"type": "object", "additionalProperties": False, "required": ["select", "where"],
             "properties": properties}
 

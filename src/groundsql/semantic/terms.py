@@ -110,6 +110,7 @@ class Terms:
     top: int | None = None  # the rows a ranking asks for ("the three largest deals": 3)
     percent: bool | None = None  # it asks for a percentage ("by what percentage", "in percent")
     grows: bool = False  # it asks by how much something changed (not only to compare two values)
+    per: tuple[str, ...] | None = None  # the fields an average is taken over ("average quarterly": quarters)
     reports: bool = False  # it speaks of the currency figures are reported in
 
 
@@ -207,6 +208,7 @@ def terms_of(question: str, catalog: Catalog, found: Mapping[str, Sequence[str]]
         negates=bool(_NEGATING.search(question)),
         changes=bool(_CHANGING.search(question)),
         percent=bool(re.search(r"\bpercent\w*|%", question, re.I)),
+        per=averaged_over(question, catalog),
         grows=bool(_CHANGING.search(re.sub(r"\b(compar\w*|versus|vs)\b", " ", question, flags=re.I))),
         top=top,
         reports=bool(re.search(r"\breport\w*", question, re.I)),
@@ -274,6 +276,28 @@ def _labels_described(catalog: Catalog, names: Sequence[str]) -> dict[str, str]:
         if reach:
             found[name] = min(reach)[1]
     return found
+
+
+_PERIODS = {"daily": "day", "weekly": "week", "monthly": "month", "quarterly": "quarter", "yearly": "year",
+            "annual": "year", "annually": "year"}
+
+
+def averaged_over(question: str, catalog: Catalog) -> tuple[str, ...]:
+    """The fields a question averages a measure over: "average quarterly revenue", "revenue
+    per month on average" (the fields of that period: fiscal_quarter, booked_month)."""
+    grains = [_PERIODS[w.lower()] for w in re.findall(r"\b(?:average|mean|typical)\s+(daily|weekly|monthly|quarterly|"
+                                                       r"yearly|annual|annually)\b", question, re.I)]
+    grains += [w.lower() for w in re.findall(r"\b(?:average|mean|on average)\b.*\bper\s+(day|week|month|quarter|year)\b",
+                                             question, re.I)]
+    grains += [w.lower() for w in re.findall(r"\bper\s+(day|week|month|quarter|year)\b.*\bon average\b", question, re.I)]
+    found = []
+    for grain in dict.fromkeys(grains):
+        for ref in catalog.of_kind("dimension", "time"):
+            year = ref.kind == "time" and ref.source.type == "year"  # type: ignore[union-attr]
+            if ref.grain == grain or (grain == "year" and year) or \
+                    (ref.kind == "dimension" and grain in ref.source.name.split("_")):
+                found.append(ref.name)
+    return tuple(dict.fromkeys(found))
 
 
 def dated(question: str) -> frozenset[str]:
