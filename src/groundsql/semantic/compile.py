@@ -8,9 +8,9 @@ twice:
 
 - The base is the table of the request's measures. Measures of several tables (a derived
   measure of two: price times shares) are each aggregated on their own table, by the same
-  dimensions, and the results joined on them (drill-across). Without measures, it is the table from which every named field is reached with
-  the fewest row-repeating (one-to-many) steps: a listing of a person's roles starts at the
-  roles, not at the people.
+  dimensions, and the results joined on them (drill-across). Without measures, it is the
+  table from which every named field is reached with the fewest row-repeating (one-to-many)
+  steps: a listing of a person's roles starts at the roles, not at the people.
 - Every other table is reached along the shortest path of automatic relationships (a tie
   between two paths is an error: the model must say which, with `via`), then along the
   field's own `via` relationships (a deal's target, a company's parent).
@@ -168,7 +168,7 @@ def _averaged(catalog: Catalog, request: Request) -> _Plan:
     for m in inner.measures:
         value: exp.Expression = exp.Avg(this=exp.column(m.name, table=alias))
         if request.scale and m.kind != "aggregate" and m.source.amount:  # type: ignore[union-attr]
-            value = exp.Div(this=value, expression=exp.Literal.number(repr(SCALES[request.scale])), typed=True)
+            value = _scaled(value, request.scale)
         outer.append(exp.alias_(value, m.name, quoted=False))
     query = exp.select(*outer).from_(exp.Subquery(this=inner.query, alias=exp.TableAlias(
         this=exp.to_identifier(alias))))
@@ -250,7 +250,7 @@ def _across(catalog: Catalog, request: Request) -> _Plan:
         else:
             value = exp.column(m.name, table=side_of[m.name])
         if request.scale and m.kind != "aggregate" and m.source.amount:  # type: ignore[union-attr]
-            value = exp.Div(this=_paren(value), expression=exp.Literal.number(repr(SCALES[request.scale])), typed=True)
+            value = _scaled(value, request.scale)
         select.append(exp.alias_(value, m.name, quoted=False))
     query = _side_by_side(select, [(plan.query, alias) for alias, plan in sides], shown)
     outputs = {**sides[0][1].outputs, **{m.name: [m.name] for m in measures}}
@@ -341,8 +341,7 @@ def _change(catalog: Catalog, request: Request) -> Compiled:
             difference = exp.Div(this=exp.Mul(this=_paren(difference), expression=exp.Literal.number("100.0")),
                                  expression=nonzero)
         elif request.scale and m.source.amount:  # type: ignore[union-attr]
-            difference = exp.Div(this=_paren(difference), expression=exp.Literal.number(repr(SCALES[request.scale])),
-                                 typed=True)
+            difference = _scaled(difference, request.scale)
         select.append(exp.alias_(difference, name, quoted=False))
         columns[m.name] = name
     joined = _side_by_side(select, [(query, "cur"), (before, "prev")], shown)
@@ -759,8 +758,7 @@ class _Compiler:
             value = self._aggregate(ref, hoisted, convert)
         measure: Measure = ref.source  # type: ignore[assignment]
         if scaled and self.request.scale and measure.amount:
-            value = exp.Div(this=_paren(value), expression=exp.Literal.number(repr(SCALES[self.request.scale])),
-                            typed=True)
+            value = _scaled(value, self.request.scale)
         return value
 
     def _aggregate(self, ref: FieldRef, hoisted: bool, convert: bool) -> exp.Expression:
@@ -1079,6 +1077,11 @@ def _or(parts: list[exp.Expression]) -> exp.Expression:
     for part in parts[1:]:
         result = exp.Or(this=result, expression=exp.Paren(this=part))
     return exp.Paren(this=result) if len(parts) > 1 else result
+
+
+def _scaled(value: exp.Expression, scale: str) -> exp.Expression:
+    """An amount in `scale` ("millions"): divided after aggregating."""
+    return exp.Div(this=_paren(value), expression=exp.Literal.number(repr(SCALES[scale])), typed=True)
 
 
 def _paren(expression: exp.Expression) -> exp.Expression:
