@@ -24,7 +24,7 @@ def test_a_follow_up_is_made_standalone_before_it_is_answered(concert_singer: Pa
                    "```sql\nSELECT COUNT(*) FROM singer WHERE Country = 'Netherlands'\n```")
     steps: list[str] = []
     with groundsql.connect(concert_singer, llm=llm) as session:
-        answer = session.ask("and from the Netherlands?", history=[FIRST], on_step=lambda s: steps.append(s.name))
+        answer = session.ask("and from the Netherlands?", strategy="zero-shot", history=[FIRST], on_step=lambda s: steps.append(s.name))
     assert answer.ok and answer.rows == ((1,),)
     assert answer.question == "How many singers are from the Netherlands?"
     assert answer.grounds["conversation"] == {
@@ -44,7 +44,7 @@ def test_a_follow_up_is_made_standalone_before_it_is_answered(concert_singer: Pa
 def test_without_history_nothing_is_resolved(concert_singer: Path) -> None:
     llm = Scripted("```sql\nSELECT COUNT(*) FROM singer\n```")
     with groundsql.connect(concert_singer, llm=llm) as session:
-        answer = session.ask("How many singers are there?")
+        answer = session.ask("How many singers are there?", strategy="zero-shot")
     assert [s.name for s in answer.steps][0] == "schema" and "conversation" not in answer.grounds
 
 

@@ -52,7 +52,7 @@ def hostile_db(tmp_path: Path) -> Path:
 
 def test_ask_shows_a_hostile_answer_instead_of_losing_it(hostile_db: Path, monkeypatch) -> None:
     monkeypatch.setattr(groundsql.api, "build_llm", lambda _: Scripted("```sql\nSELECT v FROM t\n```"))
-    done = CliRunner().invoke(app, ["ask", "--db", str(hostile_db), "--no-cache", "What is in t?"])
+    done = CliRunner().invoke(app, ["ask", "--db", str(hostile_db), "--strategy", "zero-shot", "--no-cache", "What is in t?"])
     assert done.exit_code == 0, done.output
     assert "[/bold]" in done.output and "[red]x[/red]" in done.output and "\\x1b[31mred" in done.output
     assert "\x1b[31m" not in done.output
@@ -69,7 +69,7 @@ def test_a_refused_query_is_not_printed_as_an_answer(hostile_db: Path, monkeypat
     refused = "```sql\nDELETE FROM t\n```"
     monkeypatch.setattr(groundsql.api, "build_llm", lambda _: Scripted(refused, refused))
     done = CliRunner().invoke(
-        app, ["ask", "--db", str(hostile_db), "--no-cache", "--trace", "Empty t"])
+        app, ["ask", "--db", str(hostile_db), "--strategy", "zero-shot", "--no-cache", "--trace", "Empty t"])
     assert done.exit_code == 1
     assert done.stdout == ""  # standard output carries answers only
     assert "Last query tried (not an answer): DELETE FROM t" in done.stderr

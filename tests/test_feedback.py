@@ -88,7 +88,7 @@ def test_reflection_turn_carries_the_feedback(concert_singer: Path) -> None:
 
     llm = Scripted("SELECT T2.Name FROM concert AS T1 JOIN singer_in_concert AS T2 ON 1", "SELECT 1")
     with groundsql.connect(concert_singer, llm=llm) as session:
-        session.ask("Which singers sang in a concert?")
+        session.ask("Which singers sang in a concert?", strategy="zero-shot")
     first, second = llm.requests
     assert second.messages[: len(first.messages)] == first.messages  # same prefix, reused
     assert second.messages[-2].role == "assistant"

@@ -77,7 +77,7 @@ def test_a_full_disk_under_the_answer_cache_costs_a_warning(tmp_path: Path, monk
 def test_an_ask_whose_data_folder_is_a_file_still_answers(tmp_path: Path, http_server) -> None:
     url, handler = http_server
     handler.script.append((200, ok_answer("SELECT count(*) FROM singer"), 0.0))
-    done = _cli("ask", "--backend", "openai", "--base-url", url, "--model", "m", "--json",
+    done = _cli("ask", "--backend", "openai", "--base-url", url, "--model", "m", "--json", "--strategy", "zero-shot",
                 "--db", str(spider_db("concert_singer")), "How many singers?",
                 env={"GROUNDSQL_HOME": str(_file(tmp_path))})
     assert done.returncode == 0, done.stderr
@@ -236,7 +236,7 @@ def test_ask_timeout_bounds_the_whole_question(http_server) -> None:
     url, handler = http_server
     handler.script += [(200, ok_answer("SELECT 1"), 5.0)] * 3  # each attempt would take 5 s
     start = time.monotonic()
-    done = _cli("ask", "--backend", "openai", "--base-url", url, "--model", "m", "--timeout", "1",
+    done = _cli("ask", "--backend", "openai", "--base-url", url, "--model", "m", "--timeout", "1", "--strategy", "zero-shot",
                 "--no-cache", "--db", str(spider_db("concert_singer")), "How many singers?")
     _one_sentence(done, "within")
     assert time.monotonic() - start < 5 + 4  # one second of asking, the rest is start-up

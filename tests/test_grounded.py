@@ -495,3 +495,24 @@ def test_an_eval_of_grounded_scores_its_lookup(demo, pack_dir, tmp_path) -> None
     # (lookup: data item 28 and period type 1; entity linking: the company).
     grounding = record["grounding"]
     assert grounding["recall"] == 1.0 and grounding["precision"] == 1.0 and grounding["found"] == 3
+
+
+def test_under_the_grammar_a_resolved_key_admits_only_its_resolved_values(demo, pack_dir) -> None:
+    from tests.test_sql_grammar import admits
+
+    llm = scripted()
+    llm.grammars = True  # as the local backend
+    settings = Settings.model_validate({"grounded": {"pack": str(pack_dir), "embeddings": False},
+                                        "generation": {"constrain": True}})
+    answer = get_strategy("grounded")(QUESTION, Context(db=demo, llm=llm, settings=settings))
+    assert answer.ok, answer.error
+    constraint = answer.grounds["constraint"]
+    assert constraint["applied"] and constraint["resolved_keys"] >= 2 and constraint["tables"] < 24
+    generate = next(r for r in llm.requests if r.grammar)
+    company = next(c["id"] for c in answer.grounds["constraints"] if c["column"] == "company_id")
+    resolved_sql = REVENUE_SQL.replace("9226005", str(company))
+    assert admits(generate.grammar, resolved_sql)
+    assert not admits(generate.grammar, REVENUE_SQL)  # another company's key
+    assert not admits(generate.grammar, resolved_sql.replace("data_item_id = 28", "data_item_id = 29"))
+    # A table schema linking left out cannot be named.
+    assert not admits(generate.grammar, "SELECT COUNT(*) FROM ma_transaction")

@@ -463,7 +463,7 @@ def test_ask_through_the_cli(mysql_reader_url: str, http_server) -> None:
     url, handler = http_server
     sql = "SELECT COUNT(*) FROM city JOIN country ON country.country_id = city.country_id WHERE country.name = 'France'"
     handler.script.append((200, ok_answer(sql), 0.0))
-    done = _cli("ask", "--backend", "openai", "--base-url", url, "--model", "m", "--json", "--no-cache",
+    done = _cli("ask", "--backend", "openai", "--base-url", url, "--model", "m", "--json", "--no-cache", "--strategy", "zero-shot",
                 "--db", mysql_reader_url, "How many cities are in France?")
     assert done.returncode == 0, done.stderr
     answer = json.loads(done.stdout)

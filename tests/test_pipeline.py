@@ -26,7 +26,7 @@ def session(db: Path, *answers: str, retries: int = 1, **settings):
 
 def test_answer_carries_sql_rows_trace_and_usage(concert_singer: Path) -> None:
     s, llm = session(concert_singer, "```sql\nSELECT COUNT(*) AS n FROM singer;\n```")
-    answer = s.ask("How many singers do we have?")
+    answer = s.ask("How many singers do we have?", strategy="zero-shot")
     assert answer.ok and answer.rows == ((6,),) and answer.columns == ("n",)
     assert answer.sql is not None and "LIMIT" in answer.sql.upper()
     assert [step.name for step in answer.steps] == ["schema", "generate", "validate+execute"]
@@ -42,7 +42,7 @@ def test_database_error_triggers_one_reflection(concert_singer: Path) -> None:
         "SELECT COUNT(*) FROM singers",
         "```sql\nSELECT COUNT(*) FROM singer\n```",
     )
-    answer = s.ask("How many singers do we have?")
+    answer = s.ask("How many singers do we have?", strategy="zero-shot")
     assert answer.ok and answer.rows == ((6,),)
     assert [step.name for step in answer.steps] == [
         "schema", "generate", "validate+execute", "reflect", "validate+execute",
@@ -53,7 +53,7 @@ def test_database_error_triggers_one_reflection(concert_singer: Path) -> None:
 def test_refused_sql_is_never_run_and_retries_are_bounded(concert_singer: Path) -> None:
     before = hashlib.sha256(concert_singer.read_bytes()).hexdigest()
     s, llm = session(concert_singer, "DELETE FROM singer", "DROP TABLE singer", "SELECT 1", retries=1)
-    answer = s.ask("Remove all singers")
+    answer = s.ask("Remove all singers", strategy="zero-shot")
     assert not answer.ok and "2 attempts" in (answer.error or "")
     assert llm.attempts == 2
     assert hashlib.sha256(concert_singer.read_bytes()).hexdigest() == before
@@ -61,13 +61,13 @@ def test_refused_sql_is_never_run_and_retries_are_bounded(concert_singer: Path) 
 
 def test_answer_without_sql_is_reflected_on(concert_singer: Path) -> None:
     s, _ = session(concert_singer, "I am not sure.", "SELECT Name FROM singer WHERE Age > 40")
-    answer = s.ask("Which singers are older than 40?")
+    answer = s.ask("Which singers are older than 40?", strategy="zero-shot")
     assert answer.ok and answer.steps[1].detail["sql"] is None
 
 
 def test_no_reflection_when_disabled(concert_singer: Path) -> None:
     s, llm = session(concert_singer, "SELECT nope FROM singer", "SELECT 1", retries=0)
-    assert not s.ask("?").ok and llm.attempts == 1
+    assert not s.ask("?", strategy="zero-shot").ok and llm.attempts == 1
 
 
 def test_allow_list_applies_to_model_sql(concert_singer: Path) -> None:
@@ -77,7 +77,7 @@ def test_allow_list_applies_to_model_sql(concert_singer: Path) -> None:
         "SELECT * FROM stadium",
         safety=SafetyConfig(allowed_tables=frozenset({"singer"})),
     )
-    answer = s.ask("List the stadiums")
+    answer = s.ask("List the stadiums", strategy="zero-shot")
     assert not answer.ok and "stadium" in (answer.error or "")
 
 

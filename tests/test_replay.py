@@ -30,7 +30,7 @@ REPLAY = Settings(llm=LLMConfig(backend="replay", model="qwen2.5-coder-0.5b", re
 )
 def test_replayed_answers(question: str, expected: tuple) -> None:
     with groundsql.connect(spider_db("concert_singer"), settings=REPLAY) as session:
-        answer = session.ask(question)
+        answer = session.ask(question, strategy="zero-shot")
     assert answer.ok, answer.error
     assert answer.rows == expected
     call = answer.calls[0]
@@ -40,6 +40,6 @@ def test_replayed_answers(question: str, expected: tuple) -> None:
 
 def test_unrecorded_question_fails_clearly() -> None:
     with groundsql.connect(spider_db("concert_singer"), settings=REPLAY) as session:
-        answer = session.ask("A question nobody recorded?")
+        answer = session.ask("A question nobody recorded?", strategy="zero-shot")
     assert not answer.ok and "no recording" in (answer.error or "")
     assert len(answer.steps) == 2  # schema, then the failed generate step: no retry loop

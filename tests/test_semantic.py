@@ -400,7 +400,7 @@ def test_the_schema_admits_only_the_models_names_and_found_values(catalog) -> No
     ("in yen", ["JPY"]), ("How many companies?", []), ("in Swiss francs", ["CHF"]),
 ])
 def test_currencies_a_question_names(catalog, question, codes) -> None:
-    assert sorted(named_currencies(question, catalog)) == sorted(codes)
+    assert named_currencies(question, catalog) == codes  # in the order they are named
 
 
 @pytest.mark.parametrize("question, dimensions", [
@@ -767,3 +767,20 @@ def test_an_average_over_periods_is_offered_by_the_words_for_it(catalog) -> None
     assert averaged_over("What was the average closing price of ZELL in 2023?", catalog) == ()
     schema = request_schema(catalog, terms_of("What was the average closing price of ZELL in 2023?", catalog))
     assert "per" not in schema["properties"]
+
+
+def test_a_question_naming_two_currencies_shows_each_amount_in_both(catalog) -> None:
+    from groundsql.semantic.request import as_asked
+
+    question = ("What was Straits Chemicals Limited's fiscal 2023 revenue in millions of Singapore dollars, "
+                "and how much is that in US dollars at the fiscal-year-end rate?")
+    one = Request.model_validate({"select": ["revenue"], "currency": "SGD", "scale": "millions"})
+    assert as_asked(one, terms_of(question, catalog), catalog).currency == ("SGD", "USD")
+    # In the order the question names them, whichever one the model gave.
+    reverse = "Revenue in US dollars and in Singapore dollars"
+    assert as_asked(one, terms_of(reverse, catalog), catalog).currency == ("USD", "SGD")
+    # Not when no amount is shown, and not when the question speaks of reporting.
+    count = Request.model_validate({"select": ["company"], "currency": "SGD"})
+    assert as_asked(count, terms_of(question, catalog), catalog).currency == "SGD"
+    reported = "Which companies report revenue in Singapore dollars rather than US dollars?"
+    assert as_asked(one, terms_of(reported, catalog), catalog).currency == "SGD"

@@ -131,7 +131,7 @@ def test_reflection_does_not_run_a_failed_query_again(concert_singer: Path) -> N
     llm = Scripted(slow, f"```sql\n{slow}\n```", "SELECT COUNT(*) FROM singer")
     settings = Settings.model_validate({"database": {"timeout_s": 1}, "generation": {"reflection_retries": 2}})
     with groundsql.connect(concert_singer, llm=llm, settings=settings) as session:
-        answer = session.ask("How many singers are there?")
+        answer = session.ask("How many singers are there?", strategy="zero-shot")
     assert answer.ok and answer.rows == ((6,),)
     executed = [s for s in answer.steps if s.name == "validate+execute"]
     # each as it ran: the validator bounds the second with a LIMIT

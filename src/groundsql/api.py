@@ -75,7 +75,7 @@ class Session:
         self,
         question: str,
         *,
-        strategy: str = "zero-shot",
+        strategy: str = "auto",
         history: Sequence[Turn] = (),
         on_step: Callable[[Step], None] | None = None,
     ) -> Answer:

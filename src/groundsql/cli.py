@@ -97,10 +97,10 @@ def ask(
     trace: Annotated[bool, typer.Option(help="Also print the step-by-step trace.")] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not reuse cached model answers.")] = False,
     strategy: Annotated[
-        str, typer.Option(help="zero-shot, few-shot, self-consistency, grounded, compiled, search, or auto "
-                               "(compiled where the database's pack has a semantic model, grounded with a "
-                               "pack without one, otherwise the search).")
-    ] = "zero-shot",
+        str, typer.Option(help="auto (compiled where the database's pack has a semantic model, grounded "
+                               "with a pack without one, otherwise the search), zero-shot, few-shot, "
+                               "self-consistency, grounded, compiled or search.")
+    ] = "auto",
     bank: Annotated[Optional[str], typer.Option(help="Query bank (JSONL) for few-shot.")] = None,
     pack: Annotated[
         Optional[str],

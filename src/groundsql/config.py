@@ -122,6 +122,9 @@ class GenerationConfig(_Frozen):
     # A failed query is mended without a model call where the fix is mechanical (a column
     # under the wrong table's name, x ^ n on SQLite) and run again: strategies/feedback.py.
     repair: bool = True
+    # Free SQL is decoded under a grammar of the schema the prompt shows (schema/grammar.py):
+    # the model cannot name a table or column that does not exist.
+    constrain: bool = False
 
 
 class FewShotConfig(_Frozen):

@@ -25,6 +25,7 @@ _SHORT_KEYS = {
     "examples": "generation.with_examples",
     "reflection": "generation.reflection_retries",
     "repair": "generation.repair",
+    "constrain": "generation.constrain",
     "model": "llm.model",
     "max_tokens": "llm.max_tokens",
 }

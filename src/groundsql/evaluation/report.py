@@ -179,6 +179,9 @@ def _config_metrics(records: list[dict[str, Any]], categories: list[str]) -> dic
         "prompt_tokens_per_q": _mean(prompt, 1),
         "completion_tokens_per_q": _mean(completion, 1),
         "tokens_per_q": _mean(total_tokens, 1),
+        # Queries the model wrote, and those naming a table or column that does not exist.
+        "sql_written": sum(int(r.get("sql_written") or 0) for r in scored),
+        "missing_names": sum(int(r.get("missing_names") or 0) for r in scored),
         "cost": _cost(scored),
         "categories": by_category,
         "grounding": _grounding(scored),
@@ -309,7 +312,7 @@ def main_table(summary: dict[str, Any]) -> Table:
     pool_header = ["best-of-pool EX %"] + (["best-of-pool TS %"] if ts else []) if pools else []
     header = ["config", "n", "EX %"] + (["TS %", "uninformative gold %"] if ts else []) + pool_header + [
         "semantic %", "filter-value % (n)", "p50 s", "p95 s", "calls/q", "prompt tok/q",
-        "gen tok/q",
+        "gen tok/q", "missing names / queries written",
     ]
     rows = []
     for label, m in summary["configs"].items():
@@ -320,6 +323,7 @@ def main_table(summary: dict[str, Any]) -> Table:
             _with_n(m["filter_value"], m["filter_value_n"]),
             _fmt(m["latency_p50_s"], 2), _fmt(m["latency_p95_s"], 2), _fmt(m["calls_per_q"], 2),
             _fmt(m["prompt_tokens_per_q"], 0), _fmt(m["completion_tokens_per_q"], 0),
+            f"{m['missing_names']} / {m['sql_written']}" if m.get("sql_written") else _DASH,
         ])
     return header, rows
 

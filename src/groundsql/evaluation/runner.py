@@ -37,6 +37,7 @@ from groundsql.retrieval import Example, QueryBank
 from groundsql.safety import run_validated
 from groundsql.strategies import Answer, Context
 from groundsql.strategies.answer import Trace, json_value
+from groundsql.strategies.feedback import names_missing
 
 log = logging.getLogger(__name__)
 
@@ -283,6 +284,7 @@ class EvalRun:
             # Of those, the ones the backend's prefix cache served (not computed again).
             "cached_prompt_tokens": sum(c.cached_prompt_tokens for c in answer.calls),
             "completion_tokens": answer.completion_tokens,
+            **written_queries(answer),
             "gold_columns": list(gold.columns),
             "gold_rows": _rows(gold.rows),
             "gold_row_count": len(gold.rows),
@@ -531,6 +533,20 @@ def _exclusive(out_dir: Path) -> Iterator[None]:
 
 
 _CALL_COUNTS = ("prompt_tokens", "cached_prompt_tokens", "completion_tokens", "latency_s", "from_cache")
+
+
+def written_queries(answer: Answer) -> dict[str, int]:
+    """How many queries the model wrote that ran (or were refused), and how many of those named
+    a table or column that does not exist (as the model wrote them, before any repair)."""
+    written = missing = 0
+    for step in answer.steps:
+        detail = step.detail
+        if not detail.get("sql") or detail.get("written_by") == "groundsql" or not ("error" in detail or "rows" in detail):
+            continue
+        written += 1
+        first = detail["repaired"][0]["error"] if detail.get("repaired") else detail.get("error")
+        missing += bool(first and names_missing(str(first)))
+    return {"sql_written": written, "missing_names": missing}
 
 
 def compact_record(record: dict[str, Any]) -> dict[str, Any]:

@@ -39,11 +39,17 @@ class ChatRequest(BaseModel):
     seed: int | None = None
     # Constrain the answer to this JSON schema (structured output), when the backend can.
     json_schema: dict[str, Any] | None = None
+    # Or to this llguidance (Lark) grammar, where the backend enforces one (`LLM.grammars`);
+    # elsewhere the request goes out without it.
+    grammar: str | None = None
 
     def fingerprint(self, model_id: str) -> str:
         """A stable key for this request to this model: the disk cache and recordings use it."""
+        request = self.model_dump(mode="json")
+        if request["grammar"] is None:  # the key of every request made before grammars existed
+            del request["grammar"]
         payload = json.dumps(
-            {"model": model_id, "request": self.model_dump(mode="json")},
+            {"model": model_id, "request": request},
             sort_keys=True,
             ensure_ascii=False,
         )
@@ -98,6 +104,8 @@ class LLM(ABC):
     retry_backoff_s: float = 0.5
     #: One deadline for a call, all its attempts together; None: each attempt bounds itself.
     timeout_s: float | None = None
+    #: Whether the backend enforces `ChatRequest.grammar` (a remote server may not).
+    grammars: bool = False
 
     @abstractmethod
     def _complete(self, request: ChatRequest) -> Completion:

@@ -124,6 +124,8 @@ def _model_identity(path: Path, spec: ModelSpec | None) -> str:
 
 
 class LlamaCppLLM(LLM):
+    grammars = True  # llguidance enforces ChatRequest.grammar
+
     def __init__(
         self,
         model: str,
@@ -200,6 +202,8 @@ class LlamaCppLLM(LLM):
             body["seed"] = request.seed
         if request.json_schema is not None:
             body["grammar"] = json_grammar(request.json_schema)
+        elif request.grammar is not None:
+            body["grammar"] = request.grammar
         start = time.perf_counter()
         try:
             response = self._model.server.handle_chat_completions(body)

@@ -61,6 +61,7 @@ class CachedLLM(LLM):
         self.inner = inner
         self.store = store
         self.model_id = inner.model_id
+        self.grammars = inner.grammars
         self.retries = 0  # the inner backend retries; a cache hit cannot fail
 
     def _complete(self, request: ChatRequest) -> Completion:
@@ -93,6 +94,8 @@ class ReplayLLM(LLM):
         self.store = store
         self.model_id = model_id
         self.record_from = record_from
+        # Recordings are made with the local backend, which enforces grammars.
+        self.grammars = record_from.grammars if record_from is not None else True
         self.retries = 0
 
     def _complete(self, request: ChatRequest) -> Completion:

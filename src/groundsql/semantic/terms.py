@@ -528,15 +528,16 @@ def named_scales(question: str) -> list[str]:
 
 
 def named_currencies(question: str, catalog: Catalog) -> list[str]:
-    """The currency codes a question names, by code or by a name the model gives it; the most
-    specific name wins ("Canadian dollars" is CAD, not dollars)."""
+    """The currency codes a question names, by code or by a name the model gives it, in the
+    order the question names them; the most specific name wins ("Canadian dollars" is CAD, not
+    dollars)."""
     conv = catalog.model.currency
     if conv is None:
         return []
     text = question.lower()
     names = [(code, code) for code in catalog.currency_keys]
     names += [(code, name) for code, listed in conv.names.items() for name in listed]
-    found: list[str] = []
+    first: dict[str, int] = {}  # code -> where the question first names it
     taken: list[tuple[int, int]] = []
     for code, name in sorted(names, key=lambda cn: -len(cn[1])):
         pattern = re.escape(name.lower())
@@ -546,6 +547,6 @@ def named_currencies(question: str, catalog: Catalog) -> list[str]:
             if any(hit.start() < end and start < hit.end() for start, end in taken):
                 continue
             taken.append((hit.start(), hit.end()))
-            if code in catalog.currency_keys and code not in found:
-                found.append(code)
-    return found
+            if code in catalog.currency_keys:
+                first[code] = min(first.get(code, hit.start()), hit.start())
+    return sorted(first, key=first.__getitem__)

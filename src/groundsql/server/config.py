@@ -12,7 +12,7 @@
       demo:                  # the name clients use
         url: null            # a SQLAlchemy URL or SQLite path; null: the demo database
         pack: null           # a domain pack folder (the demo has its own)
-        strategy: grounded   # the default strategy for /v1/ask
+        strategy: auto       # the default strategy for /v1/ask
         settings: {}         # any other setting: safety, database, grounded, llm ...
 
 `groundsql serve --db URL` is the one-database shorthand.
@@ -40,7 +40,7 @@ class DatabaseEntry(BaseModel):
 
     url: str | None = None
     pack: Path | None = None
-    strategy: str = "grounded"
+    strategy: str = "auto"
     settings: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("strategy")

@@ -49,7 +49,7 @@ class _Strict(BaseModel):
 class AskRequest(_Strict):
     question: str = Field(min_length=1, max_length=2000)
     database: str = Field(min_length=1, max_length=64)
-    strategy: str | None = Field(None, description="zero-shot, few-shot, self-consistency, grounded, search or auto; "
+    strategy: str | None = Field(None, description="auto, zero-shot, few-shot, self-consistency, grounded, compiled or search; "
                                                    "default: the database's")
     conversation_id: str | None = Field(None, max_length=64, description="continue this conversation")
 

@@ -61,9 +61,11 @@ Sql = Annotated[str, Field(min_length=1, max_length=100_000, description=(
     "or WITH ... SELECT. Anything else (a write, a second statement, a setting, a system catalog, "
     "a function not on the allow-list) is refused with the reason. A LIMIT is added where there is none."))]
 Strategy = Annotated[Literal[tuple(sorted(STRATEGIES))] | None, Field(description=(  # type: ignore[valid-type]
-    "How to answer: zero-shot (one call), few-shot (with solved examples), self-consistency (a "
-    "vote of samples), grounded (domain pack: IDs looked up, entities linked), search (a tree "
-    "search with verification). Default: the database's own."))]
+    "How to answer: auto (what measures best for the database: compiled with a semantic model, "
+    "grounded with a domain pack, else search), zero-shot (one call), few-shot (with solved "
+    "examples), self-consistency (a vote of samples), grounded (domain pack: IDs looked up, "
+    "entities linked), compiled (a verified query or a semantic request; groundsql writes the "
+    "SQL), search (a tree search with verification). Default: the database's own."))]
 ConversationId = Annotated[str | None, Field(max_length=64, description=(
     "Continue this conversation (the conversation_id of an earlier answer): the question may "
     "then refer to earlier ones."))]

@@ -173,7 +173,7 @@ def _verified(ctx: Context, semantic: _Semantic, question: str, entities: list[A
               "verified_by": example.verified_by, "verified_at": example.verified_at,
               "drafted": example.drafted}
     grounds = {**grounds, "path": "verified", "trusted": not example.drafted, "verified_query": record}
-    with trace.step("validate+execute", sql=match.sql) as step:
+    with trace.step("validate+execute", sql=match.sql, written_by="groundsql") as step:
         try:
             checked, result = ctx.run_sql(match.sql)
         except (UnsafeSQLError, DatabaseError) as err:
@@ -235,7 +235,7 @@ def _run(ctx: Context, semantic: _Semantic, request: Request, trace: Trace, grou
         step.update(sql=compiled_sql.sql, base=compiled_sql.base, notes=list(compiled_sql.notes))
     if compiled_sql.notes:
         grounds["assumed"] = list(compiled_sql.notes)
-    with trace.step("validate+execute", sql=compiled_sql.sql) as step:
+    with trace.step("validate+execute", sql=compiled_sql.sql, written_by="groundsql") as step:
         try:
             checked, result = ctx.run_sql(compiled_sql.sql)
         except (UnsafeSQLError, DatabaseError) as err:

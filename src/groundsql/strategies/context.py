@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 from functools import cached_property
@@ -20,6 +21,7 @@ from groundsql.retrieval import Example, QueryBank
 from groundsql.safety import ValidatedSQL, run_validated
 from groundsql.safety.tables import visible_schema
 from groundsql.schema import Schema, render_schema
+from groundsql.schema.grammar import grammar_problem, sql_grammar
 from groundsql.strategies.answer import Answer, Step, Trace
 from groundsql.strategies.feedback import error_feedback, repaired
 
@@ -163,15 +165,46 @@ def name_list(names: Sequence[str], most: int) -> dict[str, Any]:
     return {"type": "array", "items": {"type": "string", "enum": sorted(set(names))}, "maxItems": most}
 
 
+def constrained(ctx: Context, request: ChatRequest, schema: Schema | None = None,
+                resolved: Mapping[str, Sequence[Any]] | None = None) -> tuple[ChatRequest, dict[str, Any]]:
+    """`request` decoded under the grammar of `schema` (the context's by default; schema/grammar.py)
+    when `generation.constrain` is on, and what the grounds say of it: whether it was applied,
+    what it admits, how long it took to build; or why not."""
+    if not ctx.settings.generation.constrain:
+        return request, {}
+    if not ctx.llm.grammars:
+        return request, {"applied": False, "why": "the model backend cannot enforce a grammar: "
+                                                  "the query was written unconstrained"}
+    start = time.perf_counter()
+    grammar = sql_grammar(schema or ctx.schema, resolved)
+    built = time.perf_counter()
+    # Checked here: the runtime ignores a grammar it cannot compile, silently (measured).
+    problem = grammar_problem(grammar.text)
+    info = {"applied": problem is None, "tables": grammar.tables, "columns": grammar.columns,
+            "resolved_keys": grammar.resolved, "build_ms": round((built - start) * 1000, 2),
+            "check_ms": round((time.perf_counter() - built) * 1000, 2)}
+    if problem is not None:
+        info["why"] = f"llguidance cannot compile the grammar ({problem}): the query was written unconstrained"
+        return request, info
+    return request.model_copy(update={"grammar": grammar.text}), info
+
+
 def generate_and_execute(
-    ctx: Context, request: ChatRequest, trace: Trace, retries: int | None = None, **extra: Any
+    ctx: Context, request: ChatRequest, trace: Trace, retries: int | None = None, *,
+    constraint: dict[str, Any] | None = None, **extra: Any
 ) -> Answer:
     """Ask for SQL, validate and run it; on failure, show the model its error and retry.
 
+    The SQL is decoded under a grammar where `generation.constrain` is on: the request's own,
+    with `constraint` (what `constrained` said of it), or else the context's whole schema's.
     Reflection continues the same conversation (assistant turn, then the error as a user turn)
     so a local backend reuses the whole prefix it already computed.
     """
     retries = ctx.settings.generation.reflection_retries if retries is None else retries
+    if constraint is None:
+        request, constraint = constrained(ctx, request)
+    if constraint:
+        extra["grounds"] = {**extra.get("grounds", {}), "constraint": constraint}
     messages = request.messages
     error = "no attempt made"
     sql: str | None = None

@@ -340,6 +340,18 @@ _QUALIFIER = (
 )
 
 
+# A query that names a table or column the database does not have, in each engine's words.
+_MISSING_NAME = re.compile(
+    r"no such (?:column|table)|there is no table|(?:column|relation|table)\b[^\n]*does not exist"
+    r"|does not have a column named|Referenced column [^\n]* not found|Unknown (?:column|table)"
+    r"|Table [^\n]* doesn't exist|Table with name [^\n]* does not exist", re.I)
+
+
+def names_missing(error: str) -> bool:
+    """Whether a query failed because it names a table or column that does not exist."""
+    return bool(_MISSING_NAME.search(error))
+
+
 def _missing_qualifier(error: str) -> str | None:
     return _first_group(_QUALIFIER, error)
 

@@ -39,7 +39,8 @@ from groundsql.retrieval import Example, QueryBank, load_embedder
 from groundsql.schema import Schema, render_schema
 from groundsql.schema.linking import LinkedSchema, connect, join_graph
 from groundsql.strategies.answer import Answer, Trace
-from groundsql.strategies.context import Context, examples_text, generate_and_execute, name_list, parse_json
+from groundsql.strategies.context import (Context, constrained, examples_text, generate_and_execute, name_list,
+                                           parse_json)
 
 __all__ = ["grounded", "ground_values", "demo_pack_path", "domain_for", "link_entities", "not_found"]
 
@@ -89,12 +90,19 @@ def grounded(question: str, ctx: Context) -> Answer:
     if unresolved and cfg.stop_on_unknown_entity:
         return trace.finish(sql=None, error=not_found(unresolved), grounds=grounds)
     request = _generation_request(ctx, domain, question, linked, constraints, examples)
+    # The grammar admits the tables schema linking kept, and the resolved values of their keys.
+    narrowed = len(linked.tables) < len(domain.schema.tables)
+    resolved: dict[str, list[Any]] = {}
+    for c in constraints:
+        resolved.setdefault(c.column, []).append(c.value)
+    request, constraint = constrained(ctx, request, domain.schema.restrict(linked.tables) if narrowed else
+                                      domain.schema, resolved)
     retries = ctx.settings.generation.reflection_retries if cfg.reflection else 0
-    answer = generate_and_execute(ctx, request, trace, retries=retries, grounds=grounds)
+    answer = generate_and_execute(ctx, request, trace, retries=retries, constraint=constraint, grounds=grounds)
     if answer.ok:
-        answer = _check_usage(ctx, request, answer, constraints, trace, grounds)
+        answer = _check_usage(ctx, request, answer, constraints, trace, grounds, constraint)
     if cfg.reflection and answer.ok and looks_empty(answer.rows):
-        answer = _reflect_on_missing_values(ctx, request, answer, trace, grounds)
+        answer = _reflect_on_missing_values(ctx, request, answer, trace, grounds, constraint)
     return answer
 
 
@@ -421,7 +429,7 @@ def _generation_request(ctx: Context, domain: _Domain, question: str, linked: Li
 # -- endings ----------------------------------------------------------------------------------
 
 def _check_usage(ctx: Context, request: ChatRequest, answer: Answer, constraints: list[Constraint],
-                 trace: Trace, grounds: dict[str, Any]) -> Answer:
+                 trace: Trace, grounds: dict[str, Any], constraint: dict[str, Any]) -> Answer:
     """Flag an inner join the query reads nothing from, and give the model one more turn when
     the query ignores a resolved value (grounding/usage.py). The new query is taken only when
     it runs, finds rows and leaves fewer resolved values unused; else the first one stands.
@@ -440,7 +448,7 @@ def _check_usage(ctx: Context, request: ChatRequest, answer: Answer, constraints
     follow_up = load_prompt("reflect_grounds").render(unused=unused_text(unused))
     messages = (*request.messages, Message(role="assistant", content=f"```sql\n{sql}\n```"), *follow_up)
     retry = generate_and_execute(ctx, request.model_copy(update={"messages": messages}), trace,
-                                 retries=0, grounds=grounds)
+                                 retries=0, constraint=constraint, grounds=grounds)
     if (retry.ok and not looks_empty(retry.rows)
             and len(unused_constraints(retry.sql or "", constraints, ctx.schema)) < len(unused)):
         return retry
@@ -448,7 +456,7 @@ def _check_usage(ctx: Context, request: ChatRequest, answer: Answer, constraints
 
 
 def _reflect_on_missing_values(ctx: Context, request: ChatRequest, answer: Answer, trace: Trace,
-                               grounds: dict[str, Any]) -> Answer:
+                               grounds: dict[str, Any], constraint: dict[str, Any]) -> Answer:
     """One more turn when a query found nothing because it filters on a value that is not in
     the data (grounding/values.py); an empty result whose filter values all exist stands."""
     with trace.step("check filter values") as step:
@@ -460,7 +468,7 @@ def _reflect_on_missing_values(ctx: Context, request: ChatRequest, answer: Answe
     messages = (*request.messages, Message(role="assistant", content=f"```sql\n{answer.sql}\n```"),
                 *follow_up)
     retry = generate_and_execute(ctx, request.model_copy(update={"messages": messages}), trace,
-                                 retries=0, grounds=grounds)
+                                 retries=0, constraint=constraint, grounds=grounds)
     if retry.ok and not looks_empty(retry.rows):
         return retry
     return trace.amend(answer)

@@ -12,7 +12,7 @@ from groundsql.db import QueryResult
 from groundsql.errors import DatabaseError, LLMError, UnsafeSQLError
 from groundsql.llm import Completion
 from groundsql.strategies.answer import Answer, Trace
-from groundsql.strategies.context import Context, extract_sql, generation_request
+from groundsql.strategies.context import Context, constrained, extract_sql, generation_request
 
 
 def result_key(result: QueryResult) -> tuple[str, ...]:
@@ -28,7 +28,7 @@ def result_key(result: QueryResult) -> tuple[str, ...]:
 def self_consistency(question: str, ctx: Context) -> Answer:
     config = ctx.settings.self_consistency
     trace = Trace(question, "self-consistency", ctx.on_step)
-    greedy = generation_request(ctx, trace, question)
+    greedy, constraint = constrained(ctx, generation_request(ctx, trace, question))
     votes: dict[tuple[str, ...], list[int]] = {}
     ran: list[tuple[str, QueryResult] | None] = []
     last_error = "no sample produced SQL"
@@ -69,7 +69,8 @@ def self_consistency(question: str, ctx: Context) -> Answer:
     for i, outcome in enumerate(ran):
         if outcome is not None:
             candidates.setdefault(outcome[0], group_size[i])
-    grounds = {"candidates": [{"sql": q, "votes": n} for q, n in candidates.items()]}
+    grounds = {"candidates": [{"sql": q, "votes": n} for q, n in candidates.items()],
+               **({"constraint": constraint} if constraint else {})}
     return trace.finish(sql=sql, columns=result.columns, rows=result.rows, truncated=result.truncated,
                         grounds=grounds)
 

@@ -80,6 +80,7 @@ def search(question: str, ctx: Context) -> Answer:
     finally:
         probe.close()
     _, result = ctx.run_sql(chosen.trajectory.sql or "")
+    constraint = next((info for _, info in env.grammars.values() if info), None)
     grounds = {
         "schema": {"tables": list(compressed.tables), "bridges": list(compressed.bridges),
                    "kept_columns": compressed.kept_columns, "of_columns": compressed.total_columns},
@@ -87,6 +88,7 @@ def search(question: str, ctx: Context) -> Answer:
         "trajectory": [s.action for s in chosen.trajectory.steps],
         "computed": [f"{n} = {v}" for n, v in chosen.trajectory.computed],
         "candidates": scores,
+        **({"constraint": constraint} if constraint else {}),
     }
     return trace.finish(sql=chosen.trajectory.sql, columns=result.columns, rows=result.rows,
                         truncated=result.truncated, grounds=grounds)

@@ -38,7 +38,7 @@ from groundsql.prompts import load_prompt
 from groundsql.schema import Schema
 from groundsql.schema.linking import connect, join_graph
 from groundsql.strategies.answer import Trace
-from groundsql.strategies.context import Context, extract_sql, name_list, parse_json
+from groundsql.strategies.context import Context, constrained, extract_sql, name_list, parse_json
 from groundsql.strategies.feedback import error_feedback, mismatched_keys
 from groundsql.understanding import (CalculatorError, Quantity, bind_constants, drop_restated_filters,
                                      evaluate, read_stored, sql_value, unstated_numbers)
@@ -117,6 +117,9 @@ class SearchEnvironment:
     reserved: int = 0
     stated: tuple[Message, ...] | None = None  # the prefix with the semantic state, once asked
     baseline_taken: bool = False  # the first direct sample went to the zero-shot generator
+    # The grammar SQL is written under (context.constrained), built once per view: the whole
+    # schema's (the zero-shot sample) and the compressed one's.
+    grammars: dict[bool, tuple[str | None, dict[str, Any]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.graph = join_graph(self.problem.schema)
@@ -268,9 +271,19 @@ class SearchEnvironment:
             seed=llm.seed + self.calls if again else llm.seed,
             json_schema=output,
         )
+        if output is None:
+            request, _ = self.constrained(request, whole=bool(state.baseline and self.problem.baseline))
         completion = self.ctx.llm.complete(request)
         step["calls"].append(completion)
         return completion.text
+
+    def constrained(self, request: ChatRequest, *, whole: bool = False) -> tuple[ChatRequest, dict[str, Any]]:
+        """`request` under the grammar of the schema its prompt shows, and what the grounds say."""
+        if whole not in self.grammars:
+            built, constraint = constrained(self.ctx, request, None if whole else self.problem.schema)
+            self.grammars[whole] = (built.grammar, constraint)
+        grammar, constraint = self.grammars[whole]
+        return request.model_copy(update={"grammar": grammar}), constraint
 
     # -- what the tools make of each reply -------------------------------------------------
 
