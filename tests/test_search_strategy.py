@@ -479,3 +479,23 @@ def test_the_zero_shot_generator_samples_by_default_only_where_the_searchs_view_
         actions="sql_generation", root_samples=2, discriminator=False, early_stop=0, rollouts=2)
     zero_shot = [r for r in llm.requests if "Given the database schema below" in r.messages[0].content]
     assert len(zero_shot) == (1 if asked else 0)
+
+
+def test_under_constrain_the_search_writes_sql_under_the_grammar_of_the_view_it_shows(concert) -> None:
+    from tests.test_sql_grammar import admits
+
+    llm = Scripted(understand='{"intent": "singers from France"}', sql_generation=sql(FRANCE),
+                   schema_selection='{"tables": ["singer"]}')
+    llm.grammars = True
+    search = {"compression_settings": {"embedding_weight": 0.0}, "rollouts": 4, "early_stop": 0,
+              "discriminator": False, "baseline_sample": "always"}
+    settings = Settings.model_validate({"search": search, "generation": {"constrain": True}})
+    with Database(f"sqlite:///{concert}") as db:
+        answer = get_strategy("search")("What are the names of the singers from France?",
+                                        Context(db=db, llm=llm, settings=settings))
+    assert answer.ok and answer.grounds["constraint"]["applied"]
+    writing = [r for r in llm.requests if stage_of(r) == "sql_generation"]
+    assert writing and all(r.grammar and admits(r.grammar, FRANCE) for r in writing)
+    assert all(not admits(r.grammar, "SELECT Name FROM singers") for r in writing)
+    # Reasoning actions answer under their JSON schema, not the SQL grammar.
+    assert all(r.grammar is None for r in llm.requests if stage_of(r) != "sql_generation")
