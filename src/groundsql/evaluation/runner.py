@@ -535,18 +535,21 @@ def _exclusive(out_dir: Path) -> Iterator[None]:
 _CALL_COUNTS = ("prompt_tokens", "cached_prompt_tokens", "completion_tokens", "latency_s", "from_cache")
 
 
-def written_queries(answer: Answer) -> dict[str, int]:
+def written_queries(answer: Answer) -> dict[str, Any]:
     """How many queries the model wrote that ran (or were refused), and how many of those named
-    a table or column that does not exist (as the model wrote them, before any repair)."""
-    written = missing = 0
+    a table or column that does not exist (as the model wrote them, before any repair), with
+    the database's words for each."""
+    written = 0
+    missing: list[str] = []
     for step in answer.steps:
         detail = step.detail
         if not detail.get("sql") or detail.get("written_by") == "groundsql" or not ("error" in detail or "rows" in detail):
             continue
         written += 1
         first = detail["repaired"][0]["error"] if detail.get("repaired") else detail.get("error")
-        missing += bool(first and names_missing(str(first)))
-    return {"sql_written": written, "missing_names": missing}
+        if first and names_missing(str(first)):
+            missing.append(str(first)[:200])
+    return {"sql_written": written, "missing_names": len(missing), "missing_name_errors": missing}
 
 
 def compact_record(record: dict[str, Any]) -> dict[str, Any]:
