@@ -43,6 +43,8 @@ _CONDITIONAL = "coalesce nullif ifnull iif nvl"
 _SYNTAX = "cast try_cast extract exists in any all some filter over within"
 
 _COMMON = " ".join((_AGGREGATES, _WINDOW, _MATH, _STRING, _CONDITIONAL, _SYNTAX))
+#: The names above that are syntax, not functions (a grammar writes them as keywords).
+SYNTAX = frozenset(_SYNTAX.split())
 
 # Per dialect, what its date handling, regular expressions and JSON need on top.
 _DIALECT_EXTRA = {

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from groundsql.safety.functions import allowed_functions
+from groundsql.safety.functions import SYNTAX, allowed_functions
 from groundsql.schema.model import Schema, Table
 
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -36,8 +36,9 @@ select distinct from where group by having order limit offset union all intersec
 inner left right full outer cross on as and or not in is null like glob between exists case when
 then else end asc desc cast true false over partition filter with using natural values
 """.split())
-_T_ALIASES = tuple(f"T{i}" for i in range(1, 10))
+_T_ALIAS = r"[Tt][1-9]"  # T1..T9, the aliases small models write
 _BACKTICKS = frozenset({"mysql", "spark", "databricks", "hive", "bigquery"})
+# The aggregates the grammar lets take `*` or DISTINCT; other functions take a list of arguments.
 _AGGREGATES = ("count", "sum", "avg", "min", "max", "total", "group_concat", "string_agg")
 
 
@@ -95,9 +96,10 @@ def sql_grammar(schema: Schema, resolved: Mapping[str, Sequence[Any]] | None = N
         rules.append("pinned: " + " | ".join(f"pin{j}" for j in refs))
         rules.append("pinned_test: " + " | ".join(
             f'pin{j} (("=" | "!=" | "<>") PV{j} | "NOT"i? "IN"i "(" PV{j} ("," PV{j})* ")")' for j in refs))
-    functions = sorted(allowed_functions(dialect) - set(_AGGREGATES) - _SYNTAX)
-    rules.append("FUNC: " + " | ".join(_keyword(f) for f in functions))
-    rules.append("AGG: " + " | ".join(_keyword(f) for f in _AGGREGATES if f in allowed_functions(dialect)))
+    allowed = allowed_functions(dialect)
+    rules.append("FUNC: " + " | ".join(_keyword(f) for f in sorted(allowed - set(_AGGREGATES) - SYNTAX)))
+    rules.append("AGG: " + " | ".join(_keyword(f) for f in _AGGREGATES if f in allowed))
+    rules.append(f"TALIAS: /{_T_ALIAS}/")
     # SQLite and MySQL read a double-quoted word that names no column as a string, and small
     # models trained on Spider write strings so; PostgreSQL and DuckDB read it as a name.
     strings = _STRINGS + (r"|/\"([^\"\\\n]|\"\")*\"/" if dialect in ("sqlite", "mysql") else "")
@@ -112,7 +114,6 @@ def sql_grammar(schema: Schema, resolved: Mapping[str, Sequence[Any]] | None = N
 
 
 _STRINGS = r"/'([^'\\\n]|'')*'/"
-_SYNTAX = frozenset({"cast", "try_cast", "extract", "exists", "in", "any", "all", "some", "filter", "over", "within"})
 
 # The statement, as the generation prompts ask for it: one query in a ```sql block.
 _CORE = r"""
@@ -151,7 +152,6 @@ NUMBER: /[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?|\.[0-9]+/
 TYPE: /[A-Za-z][A-Za-z ]*(\([0-9]+(, *[0-9]+)?\))?/
 WORD: /[A-Za-z]+/
 ALIAS: /[A-Za-z_][A-Za-z0-9_]{0,30}/
-TALIAS: /[Tt][1-9]/
 """
 
 
@@ -185,7 +185,7 @@ def _initials(table: Table, tables: Iterable[Table]) -> list[str]:
         return "".join(p[0] for p in parts).lower() if len(parts) >= 2 else ""
 
     mine = initials(table.name)
-    if not mine or mine in _RESERVED or mine.upper() in _T_ALIASES or not _PLAIN.fullmatch(mine):
+    if not mine or mine in _RESERVED or re.fullmatch(_T_ALIAS, mine) or not _PLAIN.fullmatch(mine):
         return []
     others = [initials(t.name) for t in tables if t is not table]
     names = {t.name.lower() for t in tables}

@@ -4,7 +4,7 @@
 - A database whose domain pack has a semantic model (the demo's; `groundsql init` drafts one):
   the compiled path (a verified query, or a semantic request the model fills under a JSON
   schema and groundsql compiles; the grounded pipeline when neither fits). On the demo's 90
-  questions it answers about 60 % where zero-shot answers 7 % and grounded 18 %, at about one
+  questions it answers 64 % where zero-shot answers 7 % and grounded 18 %, at about one
   model call a question.
 - A pack without one: grounded (the pack resolves what opaque keys mean).
 - Otherwise the search (Spider 100: 75.0 EX / 64.0 TS against zero-shot's 63.0 / 52.0, at

@@ -91,12 +91,10 @@ def grounded(question: str, ctx: Context) -> Answer:
         return trace.finish(sql=None, error=not_found(unresolved), grounds=grounds)
     request = _generation_request(ctx, domain, question, linked, constraints, examples)
     # The grammar admits the tables schema linking kept, and the resolved values of their keys.
-    narrowed = len(linked.tables) < len(domain.schema.tables)
     resolved: dict[str, list[Any]] = {}
     for c in constraints:
         resolved.setdefault(c.column, []).append(c.value)
-    request, constraint = constrained(ctx, request, domain.schema.restrict(linked.tables) if narrowed else
-                                      domain.schema, resolved)
+    request, constraint = constrained(ctx, request, domain.schema.restrict(linked.tables), resolved)
     retries = ctx.settings.generation.reflection_retries if cfg.reflection else 0
     answer = generate_and_execute(ctx, request, trace, retries=retries, constraint=constraint, grounds=grounds)
     if answer.ok:
