@@ -12,7 +12,7 @@ import pytest
 from groundsql.db import Database
 from groundsql.schema import Column, ForeignKey, Schema, Table
 from groundsql.schema.grammar import sql_grammar
-from tests.conftest import SPIDER, spider_db
+from tests.conftest import shared_benchmark, spider_db
 
 BYTES = llguidance.LLTokenizer("byte")
 
@@ -25,7 +25,7 @@ def admits(grammar: str, sql: str) -> bool:
 
 def test_every_spider_gold_query_is_admitted_by_its_databases_grammar() -> None:
     by_db: dict[str, list[str]] = defaultdict(list)
-    for item in json.loads((SPIDER / "dev.json").read_text()):
+    for item in json.loads((shared_benchmark("spider_dev") / "dev.json").read_text()):
         by_db[item["db_id"]].append(item["query"])
     refused = []
     for db_id, queries in by_db.items():
