@@ -207,3 +207,44 @@ def test_schema_command_shows_a_values_escape_sequences_instead_of_obeying_them(
     assert done.returncode == 0, done.stderr
     assert "\x1b" not in done.stdout and "\x07" not in done.stdout
     assert "\\x1b[31malert\\x07" in done.stdout
+
+
+def _ask_demo(monkeypatch, *args: str, replies: tuple[str, ...], interactive: bool = False, reply: str = ""):
+    from typer.testing import CliRunner
+
+    import groundsql.api
+    import groundsql.cli
+    from tests.test_compiled import Scripted
+
+    llm = Scripted(*replies)
+    monkeypatch.setattr(groundsql.api, "build_llm", lambda *_: llm)
+    monkeypatch.setattr(groundsql.cli, "_interactive", lambda: interactive)
+    done = CliRunner().invoke(groundsql.cli.app, ["ask", *args], input=reply)
+    return done, llm
+
+
+def test_ask_shows_the_question_asked_back_and_json_lists_its_options(monkeypatch) -> None:
+    done, llm = _ask_demo(monkeypatch, "When was Reinsurance founded?", replies=("not used",))
+    assert done.exit_code == 0 and "Asked back: Which company do you mean by 'Reinsurance'?" in done.output
+    assert "1. Banksia Reinsurance Ltd" in done.output and "2. Marlow Reinsurance plc" in done.output
+    assert not llm.requests
+    done, _ = _ask_demo(monkeypatch, "--json", "When was Reinsurance founded?", replies=("not used",))
+    answer = json.loads(done.stdout)
+    assert answer["ok"] and answer["sql"] is None
+    options = answer["clarification"]["options"]
+    assert [o["question"] for o in options] == ["When was Banksia Reinsurance Ltd founded?",
+                                                "When was Marlow Reinsurance plc founded?"]
+
+
+def test_ask_in_a_terminal_takes_the_reply_and_answers_it(monkeypatch) -> None:
+    request = json.dumps({"select": ["founded_year"], "where": [{"field": "company", "value": "Marlow Reinsurance plc"}]})
+    done, llm = _ask_demo(monkeypatch, "When was Reinsurance founded?", replies=(request,), interactive=True,
+                          reply="2\n")
+    assert done.exit_code == 0, done.output
+    from groundsql.api import demo_database_url
+    from groundsql.db import Database
+
+    with Database(demo_database_url()) as db:
+        (year,), = db.execute("SELECT founded_year FROM company WHERE company_name = 'Marlow Reinsurance plc'").rows
+    assert str(year) in done.output.split("Your choice")[-1]
+    assert len(llm.requests) == 1 and "Marlow Reinsurance plc" in llm.requests[0].messages[-1].content

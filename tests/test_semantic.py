@@ -416,6 +416,14 @@ def test_a_request_shows_only_dimensions_the_question_speaks_of(catalog, questio
     assert dimensions <= allowed and "company_type" not in allowed and "reporting_currency" not in allowed
 
 
+@pytest.mark.parametrize("question", ["How many employees does Taunus Power & Light GmbH have?",
+                                      "How many employees does Kohinata Defense Systems K.K. have?"])
+def test_how_many_of_a_figure_the_data_holds_is_that_figure_not_a_count(catalog, question) -> None:
+    terms = terms_of(question, catalog, {"company": ["x"]}, [question.split(" does ")[1].removesuffix(" have?")])
+    assert "employees" in terms.select
+    assert not {"company_count", "total_equity", "revenue"} & set(terms.select)
+
+
 @pytest.mark.parametrize("question, dimension, unnamed", [
     # A value is named by its telling word, or by a word made from it, never by a word that
     # merely begins like it, nor by a word that names a field of the model.

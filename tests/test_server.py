@@ -378,3 +378,48 @@ def test_real_model_answers_asks_streams_and_follows_up(tmp_path: Path, singers:
     answer = events[-1][1]
     assert "France" in answer["standalone_question"] and answer["ok"], answer
     assert answer["usage"]["model_calls"] >= 2
+
+
+def test_a_clarification_is_a_typed_answer_and_the_reply_continues_it(tmp_path: Path) -> None:
+    from tests.test_compiled import Scripted
+
+    request = json.dumps({"select": ["founded_year"], "where": [{"field": "company", "value": "Marlow Reinsurance plc"}]})
+    llm = Scripted(request)
+    setup = {"state_url": f"sqlite:///{tmp_path / 'state.sqlite'}", "auth": False,
+             "databases": {"demo": {"url": None, "strategy": "compiled"}}}
+    with live_server(setup, llm=llm) as (url, _):
+        asked = httpx.post(f"{url}/v1/ask", json={"database": "demo", "question": "When was Reinsurance founded?"},
+                           timeout=300).json()
+        assert asked["kind"] == "clarification" and asked["ok"] and asked["sql"] is None
+        options = asked["clarification"]["options"]
+        assert [o["label"] for o in options] == ["Banksia Reinsurance Ltd", "Marlow Reinsurance plc"]
+        assert not llm.requests
+        reply = httpx.post(f"{url}/v1/ask", json={"database": "demo", "question": "Marlow Reinsurance plc",
+                                                  "conversation_id": asked["conversation_id"]}, timeout=300).json()
+        assert reply["kind"] == "answer" and reply["ok"] and reply["rows"], reply
+        assert reply["standalone_question"] == "When was Marlow Reinsurance plc founded?"
+        assert reply["grounds"]["conversation"]["chosen"] == "Marlow Reinsurance plc"
+        outside = httpx.post(f"{url}/v1/ask", json={"database": "demo",
+                                                    "question": "What will Kitano Mobility K.K.'s revenue be in 2027?"},
+                             timeout=300).json()
+        assert outside["kind"] == "out_of_scope" and not outside["ok"] and "ends in" in outside["error"]
+
+
+def test_a_state_store_made_before_clarifications_gets_the_column(tmp_path: Path) -> None:
+    import sqlalchemy as sa
+
+    from groundsql.server.state import StateStore
+
+    path = tmp_path / "old.sqlite"
+    engine = sa.create_engine(f"sqlite:///{path}")
+    with engine.begin() as conn:  # the turns table as it was
+        conn.execute(sa.text("CREATE TABLE turns (id VARCHAR(36) PRIMARY KEY, conversation_id VARCHAR(36) NOT NULL, "
+                             "position INTEGER NOT NULL, question TEXT NOT NULL, standalone TEXT NOT NULL, sql TEXT, "
+                             "columns TEXT NOT NULL, row_count INTEGER NOT NULL, error TEXT, created_at DATETIME NOT NULL)"))
+    store = StateStore(f"sqlite:///{path}")
+    conversation = store.start_conversation("demo", None)
+    from groundsql.conversation import Turn
+
+    store.add_turn(conversation, Turn("q", "q", "SELECT 1"), None)
+    assert store.history(conversation)[0].clarification is None
+    assert "clarification" in {c["name"] for c in sa.inspect(store.engine).get_columns("turns")}

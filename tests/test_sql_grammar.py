@@ -131,6 +131,21 @@ def test_a_constrained_request_carries_the_grammar_and_the_grounds_say_so() -> N
     assert constraint["applied"] and constraint["tables"] == 4 and constraint["build_ms"] >= 0
 
 
+def test_an_answer_the_runtime_wrote_without_its_grammar_is_said_in_the_grounds() -> None:
+    # xllamacpp lets a grammar go when llguidance hits a limit mid-answer ("Too many items
+    # (limit 50000; mask) ... stopping"): what came back is checked against the grammar.
+    from groundsql.evaluation.runner import written_queries
+    from tests.test_llm import Scripted
+
+    llm = Scripted("```sql\nSELECT nickname FROM singers\n```", "```sql\nSELECT count(*) FROM singer\n```")
+    llm.grammars = True
+    answer = _ask(llm)
+    assert answer.ok and answer.grounds["constraint"]["dropped"] == 1
+    assert [s.detail.get("grammar_dropped", False) for s in answer.steps if s.name in ("generate", "reflect")] \
+        == [True, False]
+    assert written_queries(answer)["grammar_dropped"] == 1
+
+
 def test_a_backend_that_cannot_enforce_a_grammar_gets_none_and_the_grounds_say_so() -> None:
     from tests.test_llm import Scripted
 

@@ -340,6 +340,8 @@ def test_the_page_says_which_path_made_the_sql(tab: Page, tmp_path: Path) -> Non
         expect(turn.locator(".grounds").get_by_role("heading", name="Verified query")).to_be_visible()
         shoot(tab, "trusted", tmp_path)
 
+        # A new conversation: the scripted model would answer a follow-up's resolution with its request.
+        tab.get_by_role("button", name="New conversation").click()
         ask(tab, "How many companies are based in Japan?")
         turn = last_turn(tab)
         expect(turn.locator("p.path")).to_contain_text("Compiled")
@@ -348,6 +350,32 @@ def test_the_page_says_which_path_made_the_sql(tab: Page, tmp_path: Path) -> Non
         grounds = turn.locator(".grounds")
         expect(grounds.get_by_role("heading", name=re.compile("^Semantic request"))).to_be_visible()
         expect(grounds).to_contain_text('"company_count"')
+
+
+def test_a_question_asked_back_shows_its_options_as_buttons_and_a_click_answers_it(tab: Page,
+                                                                                  tmp_path: Path) -> None:
+    import json as _json
+
+    compiled = {**DEMO, "strategy": "compiled"}
+    setup = {**demo_config(tmp_path), "databases": {"demo": compiled}}
+    request = {"select": ["founded_year"], "where": [{"field": "company", "value": "Marlow Reinsurance plc"}]}
+    with live_server(setup, llm=scripted(generate=_json.dumps(request))) as (url, _):
+        start(tab, url)
+        ask(tab, "When was Reinsurance founded?")
+        turn = last_turn(tab)
+        group = turn.get_by_role("group", name="Which company do you mean by 'Reinsurance'?")
+        expect(group).to_be_visible()
+        options = group.get_by_role("button")
+        expect(options).to_have_text(["Banksia Reinsurance Ltd", "Marlow Reinsurance plc"])
+        shoot(tab, "asked-back", tmp_path)
+        turns = tab.locator("#turns > li.turn:not(.earlier)")
+        group.get_by_role("button", name="Marlow Reinsurance plc").click()
+        expect(turns).to_have_count(2)
+        reply = last_turn(tab)
+        expect(reply.locator("h3.asked")).to_have_text("Marlow Reinsurance plc")
+        expect(reply.locator("p.meta").first).to_contain_text("When was Marlow Reinsurance plc founded?")
+        expect(reply.locator("table.result")).to_be_visible()
+        expect(reply.locator("p.path")).to_contain_text("Compiled")
 
 
 def test_grounds_show_resolved_ids_entities_tables_examples_and_what_was_not_found(tab: Page,

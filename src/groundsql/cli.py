@@ -118,9 +118,18 @@ def ask(
 
     question = _text_argument(question, "the question")
     settings = _settings(model, backend, base_url, no_cache, allow_privileged_role, timeout)
-    with err.status("Thinking…", spinner="dots"):
-        with connect(db, settings=settings, bank=bank, pack=pack) as session:
+    with connect(db, settings=settings, bank=bank, pack=pack) as session:
+        with err.status("Thinking…", spinner="dots"):
             answer = session.ask(question, strategy=strategy)
+        reply = _reply_to(answer) if answer.asks_back and not as_json else None
+        if reply:
+            from groundsql.conversation import Turn
+
+            turn = Turn(question, answer.question, None, clarification=answer.clarification)
+            with err.status("Thinking…", spinner="dots"):
+                answer = session.ask(reply, strategy=strategy, history=[turn])
+    if answer.asks_back and not as_json:
+        raise typer.Exit(0)  # the options were shown; no reply was given
     if as_json:
         print(json.dumps(answer.to_dict(), indent=2, ensure_ascii=False))
         raise typer.Exit(0 if answer.ok else 1)
@@ -135,7 +144,10 @@ def ask(
         raise typer.Exit(1)
     if answer.sql:
         out.print(Syntax(visible(answer.sql), "sql", word_wrap=True))
-    out.print(_result_table(answer.columns, answer.rows))
+    if answer.grounds.get("no_value"):  # no row, or only NULL: not a value to show as one
+        show(out, ("No value: ", "yellow"), answer.grounds["no_value"])
+    else:
+        out.print(_result_table(answer.columns, answer.rows))
     _print_grounds(answer.grounds)
     note = f"{len(answer.rows)} row{'s' * (len(answer.rows) != 1)}"
     if answer.truncated:
@@ -145,6 +157,28 @@ def ask(
               f"{answer.prompt_tokens} prompt + {answer.completion_tokens} generated tokens", style="dim")
     if trace:
         _print_trace(answer)
+
+
+def _interactive() -> bool:
+    return sys.stdin.isatty()
+
+
+def _reply_to(answer) -> str | None:
+    """Show the question groundsql asks back and its options; the person's reply where the
+    terminal is one (None: no reply, or not a terminal)."""
+    clarification = answer.clarification
+    show(err, ("Asked back: ", "yellow"), clarification.text)
+    for number, option in enumerate(clarification.options, start=1):
+        err.print(f"  {number}. {option.label}")
+    if not _interactive():
+        show(err, "Ask again with one of these, or reply in a terminal (--json lists the options "
+                  "with the question each stands for).", style="dim")
+        return None
+    try:
+        reply = input("Your choice (a number, or words; empty to stop): ").strip()
+    except EOFError:
+        return None
+    return reply or None
 
 
 def _text_argument(text: str, what: str) -> str:

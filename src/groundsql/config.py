@@ -169,6 +169,9 @@ class CompiledConfig(_Frozen):
     # (semantic/verified.py; measured in BENCHMARKS.md).
     verified_threshold: float = Field(0.9, gt=0.0, le=1.0)
     fallback: bool = True  # the grounded pipeline when no request fits; off: say why instead
+    # Ask back when the question is ambiguous, say "out of scope" when the data cannot answer
+    # (strategies/clarify.py; measured in BENCHMARKS.md, "Ask back").
+    ask_back: bool = True
 
 
 class CompressionConfig(_Frozen):

@@ -19,6 +19,7 @@ from groundsql.llm import Completion
 from groundsql.prompts import load_prompt
 from groundsql.retrieval import Example
 from groundsql.strategies import Answer, Context, Step, get_strategy
+from groundsql.strategies.answer import Clarification
 
 __all__ = ["Turn", "answer_in_conversation", "resolve_followup", "earlier_examples"]
 
@@ -34,6 +35,7 @@ class Turn:
     sql: str | None
     columns: tuple[str, ...] = ()
     rows: int = 0
+    clarification: Clarification | None = None  # the question groundsql asked back, if it did
 
 
 def answer_in_conversation(question: str, history: Sequence[Turn], strategy_name: str, ctx: Context) -> Answer:
@@ -46,6 +48,20 @@ def answer_in_conversation(question: str, history: Sequence[Turn], strategy_name
     if not shown:
         return strategy(question, ctx)
     start = time.perf_counter()
+    asked = shown[-1].clarification
+    if asked is not None and asked.options:
+        from groundsql.strategies.clarify import chosen_option  # (imports the semantic layer)
+    option = chosen_option(question, asked.options) if asked is not None and asked.options else None
+    if option is not None:
+        # A reply that picks an option asks the question it stands for: no model call.
+        chose = Step("reply", time.perf_counter() - start, {"chosen": option.label, "standalone": option.question})
+        if ctx.on_step is not None:
+            ctx.on_step(chose)
+        answer = strategy(option.question, replace(ctx, conversation=earlier_examples(shown[:-1])))
+        grounds = {**answer.grounds, "conversation": {"asked": question, "standalone": option.question,
+                                                      "reply_to": asked.text, "chosen": option.label}}
+        return replace(answer, steps=(chose, *answer.steps), elapsed_s=answer.elapsed_s + chose.elapsed_s,
+                       grounds=grounds)
     try:
         standalone, call = resolve_followup(question, shown, ctx)
     except LLMError as err:
@@ -58,6 +74,10 @@ def answer_in_conversation(question: str, history: Sequence[Turn], strategy_name
     answer = strategy(standalone, replace(ctx, conversation=earlier_examples(shown)))
     grounds = {**answer.grounds, "conversation": {"asked": question, "standalone": standalone,
                                                   "earlier": [t.standalone for t in shown]}}
+    if asked is not None and asked.options:
+        grounds["conversation"]["reply_to"] = asked.text
+        grounds["conversation"]["unmatched"] = ("the reply matched none of the options: it was read as a "
+                                                "follow-up of the question")
     return replace(answer, steps=(resolved, *answer.steps), elapsed_s=answer.elapsed_s + resolved.elapsed_s,
                    grounds=grounds)
 
@@ -81,6 +101,9 @@ def earlier_examples(history: Sequence[Turn]) -> tuple[Example, ...]:
 
 def _turn_text(turn: Turn) -> str:
     lines = [f"Question: {turn.standalone}"]
+    if turn.clarification is not None:
+        options = "; ".join(o.label for o in turn.clarification.options)
+        lines.append(f"Asked back: {turn.clarification.text}" + (f" Options: {options}" if options else ""))
     if turn.sql:
         lines.append(f"SQL: {turn.sql}")
         lines.append(f"Result: {turn.rows} row{'s' * (turn.rows != 1)} of {', '.join(turn.columns) or 'no columns'}")

@@ -109,6 +109,10 @@ def load_jsonl(path: Path) -> list[EvalItem]:
     `category`, `evidence` and `id`. `db` is a SQLAlchemy URL, or a SQLite path relative to the
     file, or the word `demo` for the embedded demo database.
 
+    A line with `lacks` (what the database lacks to answer it) instead of `gold_sql` is a
+    question that should be called out of scope; a line with `reply` is answered with it when
+    groundsql asks back, and the reply's answer is scored.
+
     A conversation is a line with `db`, `id`, optional `category`, and `turns`: a list of
     {`question`, `gold_sql`}; each turn is an item (`id#n`, category `turn n`), asked after
     the conversation's earlier turns as the configuration answered them."""
@@ -117,9 +121,10 @@ def load_jsonl(path: Path) -> list[EvalItem]:
         if "turns" in raw:
             items += _conversation_items(path, number, raw)
             continue
-        for name in ("db", "question", "gold_sql"):
+        # A question the database cannot answer (`lacks` says what it lacks) has no gold.
+        for name in ("db", "question") if "lacks" in raw else ("db", "question", "gold_sql"):
             require_text(raw, name, f"{path}:{number}")
-        db, question, gold = raw["db"], raw["question"], raw["gold_sql"]
+        db, question, gold = raw["db"], raw["question"], raw.get("gold_sql", "")
         items.append(
             EvalItem(
                 item_id=str(raw.get("id", f"{path.stem}/{number}")),

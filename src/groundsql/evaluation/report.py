@@ -182,6 +182,8 @@ def _config_metrics(records: list[dict[str, Any]], categories: list[str]) -> dic
         # Queries the model wrote, and those naming a table or column that does not exist.
         "sql_written": sum(int(r.get("sql_written") or 0) for r in scored),
         "missing_names": sum(int(r.get("missing_names") or 0) for r in scored),
+        # Answers the runtime wrote without the grammar it was given (its limits).
+        "grammar_dropped": sum(int(r.get("grammar_dropped") or 0) for r in scored),
         "cost": _cost(scored),
         "categories": by_category,
         "grounding": _grounding(scored),
@@ -271,12 +273,45 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
         label: _config_metrics([r for r in records if _config(r) == label], categories)
         for label in labels
     }
+    asked = [r for r in records if "clarification" in r or r.get("category") in ASK_BACK_CATEGORIES]
     return {
         "configs": configs,
+        **({"ask_back": {label: _ask_back([r for r in asked if _config(r) == label]) for label in labels}}
+           if any("clarification" in r for r in asked) else {}),
         "gold_failures": _gold_failures(records),
         "categories": categories,
         "percentile_method": PERCENTILE_METHOD,
     }
+
+
+ASK_BACK_CATEGORIES = ("ambiguous", "out-of-scope", "clear")
+
+
+def _ask_back(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """The confusion of an ask-back set: per category, how many were asked back, called out of
+    scope or answered; of those asked back with a reply, how many the reply's answer got right."""
+    rows = {}
+    for category in _ordered_unique(_category(r) for r in records):
+        mine = [r for r in records if _category(r) == category]
+        replied = [r for r in mine if "reply" in r]
+        rows[category] = {
+            "n": len(mine),
+            "asked": sum(r.get("clarification") == "ambiguous" for r in mine),
+            "out_of_scope": sum(r.get("clarification") == "out_of_scope" for r in mine),
+            "answered": sum(not r.get("clarification") for r in mine),
+            "answered_right": sum(not r.get("clarification") and r.get("ex") is True for r in mine),
+            "replied": len(replied), "reply_right": sum(r.get("ex") is True for r in replied),
+        }
+    return rows
+
+
+def ask_back_table(summary: dict[str, Any]) -> Table:
+    header = ["config", "category", "n", "asked back", "out of scope", "answered (right)", "reply's answer right"]
+    rows = [[label, category, str(c["n"]), str(c["asked"]), str(c["out_of_scope"]),
+             f"{c['answered']} ({c['answered_right']})",
+             f"{c['reply_right']} of {c['replied']}" if c["replied"] else "-"]
+            for label, by_category in summary.get("ask_back", {}).items() for category, c in by_category.items()]
+    return header, rows
 
 
 # ---------------------------------------------------------------------------------------------
@@ -323,7 +358,8 @@ def main_table(summary: dict[str, Any]) -> Table:
             _with_n(m["filter_value"], m["filter_value_n"]),
             _fmt(m["latency_p50_s"], 2), _fmt(m["latency_p95_s"], 2), _fmt(m["calls_per_q"], 2),
             _fmt(m["prompt_tokens_per_q"], 0), _fmt(m["completion_tokens_per_q"], 0),
-            f"{m['missing_names']} / {m['sql_written']}" if m.get("sql_written") else _DASH,
+            (f"{m['missing_names']} / {m['sql_written']}" if m.get("sql_written") else _DASH)
+            + (f" ({m['grammar_dropped']} without the grammar)" if m.get("grammar_dropped") else ""),
         ])
     return header, rows
 
@@ -437,6 +473,11 @@ def render_markdown(summary: dict[str, Any], title: str, meta: dict[str, Any]) -
         _md_table(category_table(summary, "semantic")),
         "## Which tier decided the semantic verdict (% (count))",
         _md_table(tier_table(summary)),
+        *(["## Ask back: what each category was met with",
+           _md_table(ask_back_table(summary)),
+           "Asked back: a clarifying question with options; out of scope: the answer says what the "
+           "data lacks. A reply's answer is the follow-up to the item's `reply`, scored against its gold."]
+          if summary.get("ask_back") else []),
         "## Gold failures (not scored)",
         _md_table(gold_failure_table(summary)) if summary["gold_failures"] else "None.",
     ]

@@ -17,7 +17,7 @@ import random
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -240,11 +240,20 @@ class EvalRun:
             db = self._database(item.db_url, config.settings)
         except GroundsqlError as err:
             return {**record, "gold_error": f"database: {err}"}
-        gold = self._gold_result(db, item)
+        gold = self._gold_result(db, item) if item.gold_sql else QueryResult((), (), False, 0.0)
         if isinstance(gold, str):
             return {**record, "gold_error": gold}
         try:
             answer = self._answer(config, item, db)
+            if answer.clarification is not None:
+                record.update(clarification_record(answer))
+                if answer.asks_back and item.metadata.get("reply"):
+                    answer = self._reply(config, item, db, answer)
+                    record["reply"] = item.metadata["reply"]
+                    record["chosen"] = answer.grounds.get("conversation", {}).get("chosen")
+            if not item.gold_sql:  # a question to call out of scope: what was said is the score
+                return {**record, "pred_sql": answer.sql, "error": answer.error, "ex": None, **costs(answer),
+                        "trace": answer.to_dict()["trace"]}
             pred = QueryResult(answer.columns, answer.rows, answer.truncated, 0.0) if answer.ok else None
             verdict = score(
                 question=item.question,
@@ -276,14 +285,7 @@ class EvalRun:
             "tier": verdict.tier,
             "tree_edit_distance": verdict.tree_edit_distance,
             "filter_value": verdict.filter_value,
-            "latency_s": round(answer.elapsed_s, 4),
-            "model_calls": len(answer.calls),
-            # Calls answered from the disk cache have no real latency; reports can tell.
-            "cached_calls": sum(c.from_cache for c in answer.calls),
-            "prompt_tokens": answer.prompt_tokens,
-            # Of those, the ones the backend's prefix cache served (not computed again).
-            "cached_prompt_tokens": sum(c.cached_prompt_tokens for c in answer.calls),
-            "completion_tokens": answer.completion_tokens,
+            **costs(answer),
             **written_queries(answer),
             "gold_columns": list(gold.columns),
             "gold_rows": _rows(gold.rows),
@@ -312,6 +314,18 @@ class EvalRun:
             log.exception("%s on %s: internal error", config.label, item.item_id)
             return Trace(item.question, config.strategy).finish(
                 sql=None, error=f"internal error: {type(err).__name__}: {err}")
+
+    def _reply(self, config: EvalConfig, item: EvalItem, db: Database, asked: Answer) -> Answer:
+        """The answer to the item's `reply` to the question groundsql asked back, with both
+        answers' steps and time (an ask-back question costs what both cost)."""
+        ctx = self._context(config, item, db)
+        turn = Turn(item.question, asked.question, None, clarification=asked.clarification)
+        try:
+            with question_deadline(ctx.settings.llm.question_timeout_s):
+                answer = answer_in_conversation(item.metadata["reply"], [turn], config.strategy, ctx)
+        except GroundsqlError as err:
+            answer = Trace(item.question, config.strategy).finish(sql=None, error=str(err))
+        return replace(answer, steps=(*asked.steps, *answer.steps), elapsed_s=asked.elapsed_s + answer.elapsed_s)
 
     def _history(self, config: EvalConfig, item: EvalItem) -> list[Turn]:
         """A conversation turn's earlier turns, as this configuration answered them (read from
@@ -535,6 +549,28 @@ def _exclusive(out_dir: Path) -> Iterator[None]:
 _CALL_COUNTS = ("prompt_tokens", "cached_prompt_tokens", "completion_tokens", "latency_s", "from_cache")
 
 
+def costs(answer: Answer) -> dict[str, Any]:
+    """What an answer took: time, model calls and tokens."""
+    return {
+        "latency_s": round(answer.elapsed_s, 4),
+        "model_calls": len(answer.calls),
+        # Calls answered from the disk cache have no real latency; reports can tell.
+        "cached_calls": sum(c.from_cache for c in answer.calls),
+        "prompt_tokens": answer.prompt_tokens,
+        # Of those, the ones the backend's prefix cache served (not computed again).
+        "cached_prompt_tokens": sum(c.cached_prompt_tokens for c in answer.calls),
+        "completion_tokens": answer.completion_tokens,
+    }
+
+
+def clarification_record(answer: Answer) -> dict[str, Any]:
+    """What an answer that asked back or said "out of scope" said, for the record."""
+    clarification = answer.clarification
+    assert clarification is not None
+    return {"clarification": clarification.kind, "clarification_text": clarification.text,
+            "options": [o.label for o in clarification.options]}
+
+
 def written_queries(answer: Answer) -> dict[str, Any]:
     """How many queries the model wrote that ran (or were refused), and how many of those named
     a table or column that does not exist (as the model wrote them, before any repair), with
@@ -549,7 +585,9 @@ def written_queries(answer: Answer) -> dict[str, Any]:
         first = detail["repaired"][0]["error"] if detail.get("repaired") else detail.get("error")
         if first and names_missing(str(first)):
             missing.append(str(first)[:200])
-    return {"sql_written": written, "missing_names": len(missing), "missing_name_errors": missing}
+    dropped = sum(bool(step.detail.get("grammar_dropped")) for step in answer.steps)
+    return {"sql_written": written, "missing_names": len(missing), "missing_name_errors": missing,
+            "grammar_dropped": dropped}
 
 
 def compact_record(record: dict[str, Any]) -> dict[str, Any]:

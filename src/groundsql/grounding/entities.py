@@ -27,6 +27,7 @@ from groundsql.packs.model import EntityTable
 __all__ = ["EntityIndex", "EntityMatch", "Unresolved", "names_a_value", "normalize_name"]
 
 _TOKEN = re.compile(r"[\w&.'-]+", re.UNICODE)
+_WORD = re.compile(r"[\w&]+", re.UNICODE)
 _LEGAL_SUFFIXES = re.compile(
     r"\s+(limited|ltd|plc|inc|incorporated|corp|corporation|co|llc|llp|lp|ag|gmbh|sa|sas|s\.a|se|nv|"
     r"n\.v|bv|b\.v|spa|s\.p\.a|ab|\(publ\)|asa|oyj|kk|k\.k|pty|pte|private|"
@@ -141,6 +142,7 @@ class EntityIndex:
         for i, entry in enumerate(self.names):
             self._lsh.insert(str(i), self._minhash(entry.plain))
         self._plain = {i: n.plain for i, n in enumerate(self.names)}
+        self._by_word: dict[str, set[int]] | None = None  # word -> names with it, built when first asked
 
     @classmethod
     def build(cls, db: Database, entities: Sequence[EntityTable], known_words: Sequence[str] = (),
@@ -159,6 +161,34 @@ class EntityIndex:
                     if plain:
                         names.append(_Name(entity, column, key, name, plain))
         return cls(names, known_words, threshold)
+
+    def containing(self, words: Sequence[str]) -> list[_Name]:
+        """The names that have every one of `words` among their own ("Photonics" is in
+        "Belcourt Photonics" and "Kroonstad Photonics N.V."), one per entity, in name order."""
+        if self._by_word is None:
+            self._by_word = {}
+            for i, entry in enumerate(self.names):
+                # The words as written too: "publ" of "Malaren Machinery AB (publ)".
+                for word in set(_WORD.findall(entry.plain)) | set(_WORD.findall(entry.name.lower())):
+                    self._by_word.setdefault(word, set()).add(i)
+        wanted = [w.lower() for w in words if w.strip()]
+        if not wanted:
+            return []
+        found = set.intersection(*(self._by_word.get(w, set()) for w in wanted))
+        seen: set[tuple[str, object]] = set()
+        names = []
+        for entry in sorted((self.names[i] for i in found), key=lambda n: n.name):
+            if (entry.table.table, entry.key) not in seen:
+                seen.add((entry.table.table, entry.key))
+                names.append(entry)
+        return names
+
+    def is_known(self, word: str) -> bool:
+        """A word the domain uses otherwise than in a name (a reference label, a calendar word),
+        or a nationality ("French", "Japanese")."""
+        plain = normalize_name(word)
+        return plain in self.known or self._known_part(plain) or plain in _NATIONALITIES \
+            or plain.endswith(("ish", "ese", "ian", "ean"))
 
     def _known_part(self, word: str) -> bool:
         return word in self._known_parts or (word.endswith("s") and word[:-1] in self._known_parts)

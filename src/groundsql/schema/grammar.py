@@ -166,6 +166,21 @@ def grammar_problem(text: str) -> str | None:
     return (messages[0].strip().splitlines()[0] if messages else "invalid grammar") if failed else None
 
 
+def admitted(text: str, grammar: str) -> bool | None:
+    """Whether a model's answer is one `grammar` admits (None: llguidance is not installed).
+    The runtime drops a grammar it cannot follow mid-answer with no more than a log line
+    (measured with xllamacpp: "Too many items (limit 50000; mask) ... stopping"), so what came
+    back is checked, not assumed."""
+    try:
+        import llguidance
+    except ImportError:
+        return None
+    tokenizer = llguidance.LLTokenizer("byte")
+    matcher = llguidance.LLMatcher(tokenizer, grammar)
+    tokens = tokenizer.tokenize_str(text.strip())
+    return matcher.try_consume_tokens(tokens) == len(tokens) and matcher.is_accepting()
+
+
 def _spellings(name: str, dialect: str) -> list[str]:
     """How a query may write this name: bare where the database reads it so (case-insensitive
     where it folds case), and quoted as the dialect quotes."""

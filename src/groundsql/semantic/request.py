@@ -216,8 +216,9 @@ def _is_currency_code(catalog: Catalog, name: str) -> bool:
 
 
 def with_one_row(request: Request, terms: Terms, catalog: Catalog) -> Request:
-    """"Which country has the most companies?" asks for one row: the first of the order."""
-    if terms.one and request.order_by and request.limit is None:
+    """"Which country has the most companies?" asks for one row: the first of the order (a
+    limit the model gives such a question is its own: the question states no number)."""
+    if terms.one and request.order_by and request.limit != 1 and terms.top is None:
         return request.model_copy(update={"limit": 1})
     return request
 

@@ -147,6 +147,12 @@ def terms_of(question: str, catalog: Catalog, found: Mapping[str, Sequence[str]]
         counts = [name for name in measures if _counts(catalog.fields[name])]
         if len(counts) < len(measures) or dimensions:
             measures = [name for name in measures if name not in counts]
+    many = re.search(r"\bhow many ([a-z-]+)", question, re.I)
+    if many and any(not _counts(ref) and _named(stems(many.group(1)), [ref.source.name.replace("_", " "), *ref.synonyms])
+                    for ref in catalog.of_kind("fact", "measure", "derived")):
+        # "How many employees does it have?" asks for a figure the data holds, not a count of
+        # rows, nor every measure for want of one named.
+        measures = [name for name in spoken_measures if not _counts(catalog.fields[name])]
     values: dict[str, tuple[object, ...]] = {name: tuple(names) for name, names in (found or {}).items()}
     currencies = named_currencies(question, catalog)
     vocabulary = _vocabulary(catalog)

@@ -129,7 +129,10 @@ def create_mcp(service: Service) -> MCPServer:
 
     async def ask(question: Question, database: DatabaseName, strategy: Strategy = None,
                   conversation_id: ConversationId = None) -> AskResult:
-        """Answer a question about a database: validated read-only SQL, its result and its grounds."""
+        """Answer a question about a database: validated read-only SQL, its result and its grounds.
+        When the answer's kind is "clarification", the question was ambiguous: ask the person which
+        option they mean (or choose one) and call ask again with its label, or words of their own,
+        and the same conversation_id. "out_of_scope": the data cannot answer; error says why."""
         key = _caller()
         service.database(key, database)  # not found or forbidden before a slot is taken
         service.take_slot()  # Busy (all places taken) says when to try again

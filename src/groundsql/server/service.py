@@ -159,7 +159,8 @@ class Service:
             answer = served.session.ask(question, strategy=strategy or served.strategy, history=history,
                                         on_step=on_step)
         self._seconds_per_question = 0.8 * self._seconds_per_question + 0.2 * (time.perf_counter() - start)
-        turn = Turn(question, answer.question, answer.sql if answer.ok else None, answer.columns, len(answer.rows))
+        turn = Turn(question, answer.question, answer.sql if answer.ok else None, answer.columns, len(answer.rows),
+                    answer.clarification)
         answer_id = self.state.add_turn(conversation_id, turn, answer.error)
         self.state.audit(_audit_entries(answer, _name(key), name, question))
         return Asked(answer, answer_id, conversation_id, name)

@@ -29,6 +29,7 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from groundsql.conversation import Turn
 from groundsql.errors import ConfigError, GroundsqlError
 from groundsql.files import writable_folder
+from groundsql.strategies.answer import Clarification
 
 _KEY_PREFIX = "gsql_"
 ALL_DATABASES = "*"
@@ -61,6 +62,7 @@ turns = sa.Table(
     sa.Column("row_count", sa.Integer, nullable=False),
     sa.Column("error", sa.Text),
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("clarification", sa.Text),  # JSON: the question asked back, which the next turn answers
     sa.UniqueConstraint("conversation_id", "position"),
 )
 feedback = sa.Table(
@@ -120,6 +122,18 @@ class AuditEntry:
     detail: str | None = None
 
 
+# Columns added after a release: a state store made before them gets them when it is opened.
+_NEW_COLUMNS = ((turns, "clarification", "TEXT"),)
+
+
+def _add_new_columns(engine: sa.Engine) -> None:
+    inspector = sa.inspect(engine)
+    for table, column, kind in _NEW_COLUMNS:
+        if column not in {c["name"] for c in inspector.get_columns(table.name)}:
+            with engine.begin() as conn:
+                conn.execute(sa.text(f"ALTER TABLE {table.name} ADD COLUMN {column} {kind}"))
+
+
 def _now() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc)
 
@@ -148,6 +162,7 @@ class StateStore:
             raise ConfigError(f"state_url must be SQLite or PostgreSQL, not {backend!r}")
         try:
             metadata.create_all(self.engine)  # idempotent; safe when several servers start
+            _add_new_columns(self.engine)
         except IntegrityError:
             pass  # another process created the tables at the same moment
         except SQLAlchemyError as err:
@@ -205,7 +220,8 @@ class StateStore:
 
     def history(self, conversation_id: str) -> list[Turn]:
         found = self.conversation(conversation_id)
-        return [Turn(t["question"], t["standalone"], t["sql"], tuple(json.loads(t["columns"])), t["row_count"])
+        return [Turn(t["question"], t["standalone"], t["sql"], tuple(json.loads(t["columns"])), t["row_count"],
+                     Clarification.from_dict(json.loads(t["clarification"])) if t.get("clarification") else None)
                 for t in (found["turns"] if found else [])]
 
     def add_turn(self, conversation_id: str, turn: Turn, error: str | None) -> str:
@@ -219,7 +235,8 @@ class StateStore:
                     conn.execute(turns.insert().values(
                         id=turn_id, conversation_id=conversation_id, position=position, question=turn.question,
                         standalone=turn.standalone, sql=turn.sql, columns=json.dumps(list(turn.columns)),
-                        row_count=turn.rows, error=error, created_at=_now()))
+                        row_count=turn.rows, error=error, created_at=_now(),
+                        clarification=json.dumps(turn.clarification.to_dict()) if turn.clarification else None))
                     return turn_id
                 except IntegrityError:
                     continue

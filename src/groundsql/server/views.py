@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -13,6 +13,21 @@ from groundsql.strategies.answer import json_value
 def json_rows(rows: Any) -> list[list[Any]]:
     """Rows as JSON can carry them (dates as ISO text, decimals as numbers, bytes as hex)."""
     return [[json_value(v) for v in row] for row in rows]
+
+
+class OptionView(BaseModel):
+    label: str = Field(description="What to show; a reply may be this label, its number (1-based) or words of it.")
+    question: str = Field(description="The question this option stands for.")
+    key: Any = Field(None, description="The row's key (an entity) or the measure's name.")
+    kind: str
+
+
+class ClarificationView(BaseModel):
+    kind: Literal["ambiguous", "out_of_scope"]
+    text: str = Field(description="The question asked back, or what the data lacks.")
+    about: str = Field(description="The words of the question it concerns.")
+    why: str
+    options: list[OptionView] = Field(description="Reply with one (as the next question of the conversation).")
 
 
 class AnswerView(BaseModel):
@@ -32,6 +47,10 @@ class AnswerView(BaseModel):
         "What the answer rests on: resolved IDs and entities with their rows, tables and why, examples, "
         "the conversation."))
     elapsed_s: float
+    kind: Literal["answer", "clarification", "out_of_scope"] = Field(
+        "answer", description="clarification: no result yet; reply with an option (or words) in the same "
+                              "conversation. out_of_scope: the data cannot answer; error says what it lacks.")
+    clarification: ClarificationView | None = None
 
     @classmethod
     def fields_of(cls, asked: Asked) -> dict[str, Any]:
@@ -41,4 +60,7 @@ class AnswerView(BaseModel):
             question=answer.grounds.get("conversation", {}).get("asked", answer.question),
             standalone_question=answer.question, strategy=answer.strategy, ok=answer.ok, error=answer.error,
             sql=answer.sql, columns=list(answer.columns), rows=json_rows(answer.rows), truncated=answer.truncated,
-            grounds=json_value(answer.grounds), elapsed_s=round(answer.elapsed_s, 4))
+            grounds=json_value(answer.grounds), elapsed_s=round(answer.elapsed_s, 4),
+            kind=("answer" if answer.clarification is None else
+                  "clarification" if answer.asks_back else "out_of_scope"),
+            clarification=answer.clarification.to_dict() if answer.clarification else None)

@@ -23,6 +23,39 @@ class Step:
 
 
 @dataclass(frozen=True)
+class Option:
+    """One reading of an ambiguous question, as the person is offered it."""
+
+    label: str  # what the person sees and may reply with ("Osprey Power & Light Holdings, Inc.")
+    question: str  # the question this reading stands for: asked when the option is chosen
+    key: Any = None  # the row's key (an entity) or the field's name (a measure)
+    kind: str = ""  # "entity", "measure"
+
+
+@dataclass(frozen=True)
+class Clarification:
+    """A question back instead of a guess (kind "ambiguous", with options), or what the data
+    lacks to answer at all (kind "out_of_scope")."""
+
+    kind: str
+    text: str  # the question back, or the sentence that says what is lacking
+    options: tuple[Option, ...] = ()
+    about: str = ""  # the words of the question it concerns
+    why: str = ""  # the trigger, for the grounds
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Clarification":
+        return cls(data["kind"], data["text"], tuple(Option(o["label"], o["question"], o.get("key"), o.get("kind", ""))
+                                                     for o in data.get("options", ())),
+                   data.get("about", ""), data.get("why", ""))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "text": self.text, "about": self.about, "why": self.why,
+                "options": [{"label": o.label, "question": o.question, "key": json_value(o.key), "kind": o.kind}
+                            for o in self.options]}
+
+
+@dataclass(frozen=True)
 class Answer:
     question: str
     strategy: str
@@ -36,10 +69,18 @@ class Answer:
     # What the answer rests on (grounded strategy): resolved IDs with their provenance, the
     # tables used and why, the examples retrieved. JSON-ready.
     grounds: dict[str, Any] = field(default_factory=dict)
+    # Set when groundsql asks back (then `sql` is None and `error` too) or finds the question
+    # out of scope (then `error` says so).
+    clarification: Clarification | None = None
 
     @property
     def ok(self) -> bool:
         return self.error is None
+
+    @property
+    def asks_back(self) -> bool:
+        """Whether the answer is a question back, with options, instead of a result."""
+        return self.clarification is not None and self.clarification.kind == "ambiguous"
 
     @property
     def calls(self) -> tuple[Completion, ...]:
@@ -64,6 +105,7 @@ class Answer:
             "columns": list(self.columns),
             "rows": [[json_value(v) for v in row] for row in self.rows],
             "truncated": self.truncated,
+            **({"clarification": self.clarification.to_dict()} if self.clarification else {}),
             "elapsed_s": round(self.elapsed_s, 4),
             **({"grounds": json_value(self.grounds)} if self.grounds else {}),
             "usage": {

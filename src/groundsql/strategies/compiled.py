@@ -31,7 +31,8 @@ from groundsql.semantic.render import render_catalog
 from groundsql.semantic.request import Request, as_asked, request_schema
 from groundsql.semantic.terms import Terms, terms_of
 from groundsql.semantic.verified import Mention, find_mentions, match_template, parameter_mentions
-from groundsql.strategies.answer import Answer, Trace
+from groundsql.strategies.answer import Answer, Clarification, Trace
+from groundsql.strategies.clarify import ask_back, last_year_of
 from groundsql.strategies.context import Context, parse_json
 
 __all__ = ["compiled"]
@@ -52,6 +53,7 @@ class _Semantic:
     templates: tuple[Example, ...]  # verified queries with parameters
     template_mentions: dict[int, list[Mention]]  # the values each one's own question names
     labels: tuple[tuple[str, str], ...]  # (reference table, label): values a question names
+    last_year: int | None  # the last year the data holds (a question after it is out of scope)
 
 
 def compiled(question: str, ctx: Context) -> Answer:
@@ -66,21 +68,29 @@ def compiled(question: str, ctx: Context) -> Answer:
     grounds: dict[str, Any] = {"pack": domain.pack.name, "entities": [
         {"mention": m.mention, "table": m.table, "key": m.key, "name": m.name, "confidence": m.confidence}
         for m in entities]}
-    if unresolved and ctx.settings.grounded.stop_on_unknown_entity:
-        grounds["path"] = "none"
-        grounds["unresolved"] = [vars(u) for u in unresolved]
-        return trace.finish(sql=None, error=not_found(unresolved), grounds=grounds)
     found: dict[str, list[str]] = {}
     for match in entities:
         for dimension in semantic.entity_dimensions.get(match.table.lower(), ()):
             names = found.setdefault(dimension, [])
             if match.name not in names:
                 names.append(match.name)
+    terms = terms_of(question, semantic.catalog, found, [m.mention for m in entities])
+    if ctx.settings.compiled.ask_back:
+        with trace.step("ask back?") as step:
+            clarification = ask_back(question, semantic.catalog, terms, domain.entities, entities,
+                                     semantic.last_year)
+            step["asks"] = clarification.why if clarification else None
+        if clarification is not None:
+            return _clarify(trace, clarification, grounds)
+    if unresolved and ctx.settings.grounded.stop_on_unknown_entity:
+        grounds["unresolved"] = [vars(u) for u in unresolved]
+        lacks = Clarification("out_of_scope", not_found(unresolved), about=unresolved[0].mention,
+                              why="a name the database does not hold")
+        return _clarify(trace, lacks, grounds)
 
     verified = _verified(ctx, semantic, question, entities, trace, grounds)
     if verified is not None and verified.ok:
         return verified
-    terms = terms_of(question, semantic.catalog, found, [m.mention for m in entities])
     chat = _chat(ctx, semantic, question, terms, entities)
     request, why, reply = _ask(ctx, chat, trace, "semantic request")
     for attempt in range(ctx.settings.compiled.retries + 1):
@@ -124,7 +134,8 @@ def _semantic(ctx: Context, domain: Any, trace: Trace) -> _Semantic | None:
             where = {i: _question_mentions(e, domain, labels) for i, e in enumerate(templates)}
             unusable = [templates[i].question for i, found in where.items() if found is None]
             semantic = _Semantic(pack.name, catalog, system.content, {k: tuple(v) for k, v in by_entity.items()},
-                                 bank, templates, {i: m for i, m in where.items() if m is not None}, labels)
+                                 bank, templates, {i: m for i, m in where.items() if m is not None}, labels,
+                                 last_year_of(catalog, ctx.db))
             step.update(verified_queries=len(templates) - len(unusable))
             if unusable:
                 step["verified_queries_unusable"] = unusable
@@ -224,6 +235,13 @@ def _ask(ctx: Context, chat: ChatRequest, trace: Trace, name: str) -> tuple[Requ
     return chosen, "", completion.text
 
 
+def _clarify(trace: Trace, clarification: Clarification, grounds: dict[str, Any]) -> Answer:
+    """A question back (no SQL, no error), or what the data lacks (as the error)."""
+    grounds = {**grounds, "path": "clarify", "clarification": clarification.why}
+    error = clarification.text if clarification.kind == "out_of_scope" else None
+    return trace.finish(sql=None, error=error, grounds=grounds, clarification=clarification)
+
+
 def _run(ctx: Context, semantic: _Semantic, request: Request, trace: Trace, grounds: dict[str, Any]) -> Answer:
     grounds = {**grounds, "path": "semantic", "request": request.to_json()}
     with trace.step("compile") as step:
@@ -242,8 +260,42 @@ def _run(ctx: Context, semantic: _Semantic, request: Request, trace: Trace, grou
             step["error"] = str(err)
             return trace.finish(sql=compiled_sql.sql, error=f"the compiled query failed: {err}", grounds=grounds)
         step.update(sql=checked.sql, rows=len(result.rows), limit_added=checked.limit_added)
+    if _no_value(result.rows):
+        with trace.step("why no value") as step:
+            step["why"] = grounds["no_value"] = _why_no_value(ctx, semantic, request)
     return trace.finish(sql=checked.sql, columns=result.columns, rows=result.rows, truncated=result.truncated,
                         grounds=grounds)
+
+
+def _no_value(rows: tuple[tuple[Any, ...], ...]) -> bool:
+    """No row, or rows whose every value is NULL: an answer that is not a value."""
+    return all(v is None for row in rows for v in row)
+
+
+def _why_no_value(ctx: Context, semantic: _Semantic, request: Request) -> str:
+    """Why a compiled request found no value, where the data shows it: the same request
+    without its currency conversion, or without one of its filters, finds one."""
+    def finds(changed: Request) -> int:
+        try:
+            rows = ctx.db.execute(compile_request(semantic.catalog, changed).sql, max_rows=1000).rows
+        except (CompileError, GroundsqlError):
+            return 0
+        return 0 if _no_value(rows) else len(rows)
+
+    if request.currency is not None and finds(request.model_copy(update={"currency": None})):
+        return (f"the amounts exist, but no exchange rate converts them into {_codes(request.currency)} for "
+                "that period: ask in the reporting currency, or for a period the rates cover")
+    for i, condition in enumerate(request.where):
+        found = finds(request.model_copy(update={"where": request.where[:i] + request.where[i + 1:]}))
+        if found:
+            shown = condition.value if not isinstance(condition.value, list) else ", ".join(map(str, condition.value))
+            return (f"no data where {condition.field} {condition.op} {shown}; without that condition the "
+                    f"request finds {found}{'+' if found >= 1000 else ''} row{'s' * (found != 1)}")
+    return "the data holds no row this request matches"
+
+
+def _codes(currency: str | tuple[str, str]) -> str:
+    return currency if isinstance(currency, str) else " and ".join(currency)
 
 
 def _fallback(question: str, ctx: Context, trace: Trace, why: str,

@@ -21,7 +21,7 @@ from groundsql.retrieval import Example, QueryBank
 from groundsql.safety import ValidatedSQL, run_validated
 from groundsql.safety.tables import visible_schema
 from groundsql.schema import Schema, render_schema
-from groundsql.schema.grammar import grammar_problem, sql_grammar
+from groundsql.schema.grammar import admitted, grammar_problem, sql_grammar
 from groundsql.strategies.answer import Answer, Step, Trace
 from groundsql.strategies.feedback import error_feedback, repaired
 
@@ -223,6 +223,10 @@ def generate_and_execute(
                 step["calls"].append(completion)
                 sql = extract_sql(completion.text)
                 step["sql"] = sql
+                if request.grammar is not None and admitted(completion.text, request.grammar) is False:
+                    # The runtime let the grammar go mid-answer (its limits): the model wrote freely.
+                    step["grammar_dropped"] = True
+                    constraint["dropped"] = constraint.get("dropped", 0) + 1
         if completion is None:
             return trace.finish(sql=sql, error=f"the language model failed: {step['error']}", **extra)
         if sql is None:

@@ -39,14 +39,35 @@ export function earlierTurnView(turn) {
 function answerParts(answer, steps) {
   const asked = answer.standalone_question !== answer.question
     ? el("p", { class: "meta" }, "Answered as: ", answer.standalone_question) : null;
+  if (answer.kind === "clarification") return [clarificationView(answer.clarification), groundsView(answer, steps)];
   if (!answer.ok) {
     // A failed answer's SQL is what the validator refused or the database rejected.
     return [asked, el("p", { class: "error", role: "alert" }, sentence(answer.error)),
       answer.sql ? sqlBlock(answer.sql, "SQL that did not run") : null,
       groundsView(answer, steps), teachView(answer)];
   }
-  return [asked, pathView(answer), sqlBlock(answer.sql), chartView(answer.columns, answer.rows),
-    resultTable(answer), groundsView(answer, steps), teachView(answer)];
+  const noValue = (answer.grounds || {}).no_value;
+  // No row, or only NULL: said with the reason, never shown as a value.
+  const result = noValue ? [el("p", { class: "no-value", role: "status" }, `No value: ${noValue}.`)]
+    : [chartView(answer.columns, answer.rows), resultTable(answer)];
+  return [asked, pathView(answer), sqlBlock(answer.sql), ...result, groundsView(answer, steps), teachView(answer)];
+}
+
+// A question asked back: its options as buttons. A click replies with the option, as the next
+// question of the conversation (app.js listens for the "reply" event); words typed in the
+// question box reply too.
+function clarificationView(clarification) {
+  const buttons = clarification.options.map((option) => {
+    const button = el("button", { type: "button", class: "option", title: option.question }, option.label);
+    button.addEventListener("click", () => {
+      button.dispatchEvent(new CustomEvent("reply", { bubbles: true, detail: option.label }));
+    });
+    return button;
+  });
+  return el("div", { class: "clarification", role: "group", "aria-label": clarification.text },
+    el("p", {}, el("strong", {}, "Asked back: "), clarification.text),
+    el("div", { class: "options" }, ...buttons),
+    el("p", { class: "meta" }, "Choose one, or reply in your own words."));
 }
 
 // Which path made the SQL: a verified query (trusted), a semantic request compiled by

@@ -149,7 +149,8 @@ async function askQuestion(text) {
     state.conversation = answer.conversation_id;
     remember(answer.conversation_id, database, text);
     turn.answered(answer);
-    announce(answer.ok ? `Answered: ${plural(answer.rows.length, "row")}.` : "No answer.");
+    announce(answer.kind === "clarification" ? `Asked back: ${answer.clarification.text}`
+      : answer.ok ? `Answered: ${plural(answer.rows.length, "row")}.` : "No answer.");
   } catch (error) {
     turn.failed(error);
     announce(error.message);
@@ -249,6 +250,8 @@ $("ask-form").addEventListener("submit", (event) => {
   question.value = "";
   askQuestion(text);
 });
+// A click on an option of a question asked back replies with it.
+turns.addEventListener("reply", (event) => askQuestion(event.detail));
 question.addEventListener("keydown", (event) => {
   if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
     event.preventDefault();

@@ -5,7 +5,8 @@ import { formatNumber, plural } from "./format.js";
 import { reflections } from "./stages.js";
 
 const KNOWN = new Set(["conversation", "constraints", "unresolved", "tables", "joins", "examples", "retrieval", "pack",
-  "path", "trusted", "request", "verified_query", "assumed", "fallback", "entities"]);
+  "path", "trusted", "request", "verified_query", "assumed", "fallback", "entities", "no_value",
+  "clarification"]);
 
 function section(title, ...body) {
   return el("section", { class: "ground" }, el("h4", {}, title), ...body);
