@@ -129,6 +129,7 @@ OPTIONS = (Option("Osprey Power & Light Holdings, Inc.", "q1", 1), Option("Taunu
     ("7", None),
     ("the other one", None),
     ("", None),
+    ("What was the revenue of Taunus Power & Light GmbH in 2023?", None),  # a new question, not a pick
 ])
 def test_a_reply_picks_an_option_by_number_label_or_its_own_words(reply, label) -> None:
     chosen = chosen_option(reply, OPTIONS)
@@ -167,3 +168,13 @@ def test_the_chosen_measure_of_a_judgement_ranks_and_keeps_one_row(demo) -> None
                "order_by": [{"field": "employees", "desc": True}], "limit": 5}
     answer = ask(demo, option.question, Scripted(json.dumps(request)))
     assert answer.ok and len(answer.rows) == 1  # "the biggest" is one: the model's limit of 5 is its own
+
+
+def test_a_year_the_question_names_and_the_request_leaves_out_is_said(demo) -> None:
+    request = {"select": ["net_income"], "where": [{"field": "company", "value": "Hikari Telecom K.K."}]}
+    answer = ask(demo, "What was Hikari Telecom K.K.'s net income in fiscal 2023?", Scripted(json.dumps(request)))
+    assert answer.ok and any(note.startswith("the question names 2023, but the request is not limited to it")
+                             for note in answer.grounds["assumed"])
+    request["where"].append({"field": "fiscal_year", "value": 2023})
+    kept = ask(demo, "What was Hikari Telecom K.K.'s net income in fiscal 2023?", Scripted(json.dumps(request)))
+    assert not any("names 2023" in note for note in kept.grounds["assumed"])

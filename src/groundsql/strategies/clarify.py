@@ -262,8 +262,10 @@ def unknown_words(question: str, catalog: Catalog, entities: EntityIndex | None,
 
 
 def chosen_option(reply: str, options: Sequence[Option]) -> Option | None:
-    """The option a reply picks: its number ("2"), its label, or a reply whose words are all
-    in one option's label and in no other's ("Kroonstad"); None when none or several fit."""
+    """The option a reply picks: its number ("2"), its label, a reply whose words are all in
+    one option's label and in no other's ("Kroonstad"), or a short reply (four words at most)
+    that shares more words with one option than with any other ("net profit margin": net
+    margin); None when none or several fit."""
     text = reply.strip().strip(".!").strip()
     if not text:
         return None
@@ -278,6 +280,8 @@ def chosen_option(reply: str, options: Sequence[Option]) -> Option | None:
     fitting = [o for o in options if said and said <= stems(o.label.replace("_", " "))]
     if len(fitting) == 1:
         return fitting[0]
+    if len(text.split()) > 4:  # a sentence is a new question or a reply of its own, not a pick
+        return None
     overlaps = {i: len(said & stems(o.label.replace("_", " "))) for i, o in enumerate(options)}
     best = max(overlaps.values(), default=0)
     ahead = [i for i, n in overlaps.items() if n == best]

@@ -16,6 +16,7 @@ prompt whose long part (the semantic model) is computed once per database.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -95,7 +96,8 @@ def compiled(question: str, ctx: Context) -> Answer:
     request, why, reply = _ask(ctx, chat, trace, "semantic request")
     for attempt in range(ctx.settings.compiled.retries + 1):
         if request is not None:
-            answer = _run(ctx, semantic, as_asked(request, terms, semantic.catalog), trace, grounds)
+            answer = _run(ctx, semantic, as_asked(request, terms, semantic.catalog), trace, grounds,
+                          _unused_years(request, terms))
             if answer.ok:
                 return answer
             why, grounds = answer.error or "the compiled query failed", answer.grounds
@@ -242,7 +244,15 @@ def _clarify(trace: Trace, clarification: Clarification, grounds: dict[str, Any]
     return trace.finish(sql=None, error=error, grounds=grounds, clarification=clarification)
 
 
-def _run(ctx: Context, semantic: _Semantic, request: Request, trace: Trace, grounds: dict[str, Any]) -> Answer:
+def _unused_years(request: Request, terms: Terms) -> list[int]:
+    """The years the question states that the request uses nowhere (the model left the
+    filter out): the answer then covers every period, which the grounds must say."""
+    said = json.dumps(request.to_json())
+    return [year for year in dict.fromkeys(terms.years or ()) if str(year) not in said]
+
+
+def _run(ctx: Context, semantic: _Semantic, request: Request, trace: Trace, grounds: dict[str, Any],
+         unused_years: Sequence[int] = ()) -> Answer:
     grounds = {**grounds, "path": "semantic", "request": request.to_json()}
     with trace.step("compile") as step:
         try:
@@ -251,8 +261,13 @@ def _run(ctx: Context, semantic: _Semantic, request: Request, trace: Trace, grou
             step["error"] = str(err)
             return trace.finish(sql=None, error=f"the request cannot be compiled: {err}", grounds=grounds)
         step.update(sql=compiled_sql.sql, base=compiled_sql.base, notes=list(compiled_sql.notes))
-    if compiled_sql.notes:
-        grounds["assumed"] = list(compiled_sql.notes)
+    assumed = list(compiled_sql.notes)
+    if unused_years:
+        years = " and ".join(map(str, unused_years))
+        assumed.append(f"the question names {years}, but the request is not limited to it: the figures cover "
+                       "every period the data holds")
+    if assumed:
+        grounds["assumed"] = assumed
     with trace.step("validate+execute", sql=compiled_sql.sql, written_by="groundsql") as step:
         try:
             checked, result = ctx.run_sql(compiled_sql.sql)

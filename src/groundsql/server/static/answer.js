@@ -50,7 +50,8 @@ function answerParts(answer, steps) {
   // No row, or only NULL: said with the reason, never shown as a value.
   const result = noValue ? [el("p", { class: "no-value", role: "status" }, `No value: ${noValue}.`)]
     : [chartView(answer.columns, answer.rows), resultTable(answer)];
-  return [asked, pathView(answer), sqlBlock(answer.sql), ...result, groundsView(answer, steps), teachView(answer)];
+  return [asked, pathView(answer), assumedView(answer), sqlBlock(answer.sql), ...result, groundsView(answer, steps),
+    teachView(answer)];
 }
 
 // A question asked back: its options as buttons. A click replies with the option, as the next
@@ -68,6 +69,15 @@ function clarificationView(clarification) {
     el("p", {}, el("strong", {}, "Asked back: "), clarification.text),
     el("div", { class: "options" }, ...buttons),
     el("p", { class: "meta" }, "Choose one, or reply in your own words."));
+}
+
+// What the answer assumed (a default period, a conversion, a year the request left out): shown
+// with the result, not only in the grounds, so that a figure is read as what it is.
+function assumedView(answer) {
+  const notes = (answer.grounds || {}).assumed || [];
+  if (!notes.length) return null;
+  return el("div", { class: "assumed" }, el("strong", {}, "Assumed: "),
+    el("ul", {}, ...notes.map((note) => el("li", {}, note))));
 }
 
 // Which path made the SQL: a verified query (trusted), a semantic request compiled by
