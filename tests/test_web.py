@@ -319,15 +319,19 @@ def demo_config(tmp_path: Path) -> dict:
     return {"state_url": f"sqlite:///{tmp_path / 'state.sqlite'}", "auth": False, "databases": {"demo": DEMO}}
 
 
+def compiled_server(tmp_path: Path, request: dict):
+    """The demo on the compiled path, its model scripted to answer with `request`."""
+    import json
+
+    setup = {**demo_config(tmp_path), "databases": {"demo": {**DEMO, "strategy": "compiled"}}}
+    return live_server(setup, llm=scripted(generate=json.dumps(request)))
+
+
 def test_the_page_says_which_path_made_the_sql(tab: Page, tmp_path: Path) -> None:
     """A verified query is shown as trusted with its values; a semantic request as compiled,
     with the request in the grounds."""
-    import json as _json
-
-    compiled = {**DEMO, "strategy": "compiled"}
-    setup = {**demo_config(tmp_path), "databases": {"demo": compiled}}
     request = {"select": ["company_count"], "where": [{"field": "country", "value": "Japan"}]}
-    with live_server(setup, llm=scripted(generate=_json.dumps(request))) as (url, _):
+    with compiled_server(tmp_path, request) as (url, _):
         start(tab, url)
         ask(tab, "Which companies are subsidiaries of Coral Sea Financial Ltd?")
         turn = last_turn(tab)
@@ -354,12 +358,8 @@ def test_the_page_says_which_path_made_the_sql(tab: Page, tmp_path: Path) -> Non
 
 def test_a_question_asked_back_shows_its_options_as_buttons_and_a_click_answers_it(tab: Page,
                                                                                   tmp_path: Path) -> None:
-    import json as _json
-
-    compiled = {**DEMO, "strategy": "compiled"}
-    setup = {**demo_config(tmp_path), "databases": {"demo": compiled}}
     request = {"select": ["founded_year"], "where": [{"field": "company", "value": "Marlow Reinsurance plc"}]}
-    with live_server(setup, llm=scripted(generate=_json.dumps(request))) as (url, _):
+    with compiled_server(tmp_path, request) as (url, _):
         start(tab, url)
         ask(tab, "When was Reinsurance founded?")
         turn = last_turn(tab)

@@ -19,7 +19,7 @@ from groundsql.llm import Completion
 from groundsql.prompts import load_prompt
 from groundsql.retrieval import Example
 from groundsql.strategies import Answer, Context, Step, get_strategy
-from groundsql.strategies.answer import Clarification
+from groundsql.strategies.answer import Clarification, Option
 
 __all__ = ["Turn", "answer_in_conversation", "resolve_followup", "earlier_examples"]
 
@@ -48,10 +48,9 @@ def answer_in_conversation(question: str, history: Sequence[Turn], strategy_name
     if not shown:
         return strategy(question, ctx)
     start = time.perf_counter()
-    asked = shown[-1].clarification
-    if asked is not None and asked.options:
-        from groundsql.strategies.clarify import chosen_option  # (imports the semantic layer)
-    option = chosen_option(question, asked.options) if asked is not None and asked.options else None
+    # The last turn asked back: a reply that picks an option, or words read as a follow-up.
+    asked = shown[-1].clarification if shown[-1].clarification and shown[-1].clarification.options else None
+    option = _picked(question, asked) if asked is not None else None
     if option is not None:
         # A reply that picks an option asks the question it stands for: no model call.
         chose = Step("reply", time.perf_counter() - start, {"chosen": option.label, "standalone": option.question})
@@ -74,7 +73,7 @@ def answer_in_conversation(question: str, history: Sequence[Turn], strategy_name
     answer = strategy(standalone, replace(ctx, conversation=earlier_examples(shown)))
     grounds = {**answer.grounds, "conversation": {"asked": question, "standalone": standalone,
                                                   "earlier": [t.standalone for t in shown]}}
-    if asked is not None and asked.options:
+    if asked is not None:
         grounds["conversation"]["reply_to"] = asked.text
         grounds["conversation"]["unmatched"] = ("the reply matched none of the options: it was read as a "
                                                 "follow-up of the question")
@@ -92,6 +91,12 @@ def resolve_followup(question: str, history: Sequence[Turn], ctx: Context) -> tu
     for prefix in ("Standalone question:", "Question:"):
         standalone = standalone.removeprefix(prefix).strip()
     return (standalone or question), completion
+
+
+def _picked(reply: str, asked: Clarification) -> Option | None:
+    from groundsql.strategies.clarify import chosen_option  # imported here: it loads the semantic layer
+
+    return chosen_option(reply, asked.options)
 
 
 def earlier_examples(history: Sequence[Turn]) -> tuple[Example, ...]:

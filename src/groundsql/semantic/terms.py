@@ -32,7 +32,7 @@ from sqlglot import exp
 
 from groundsql.semantic.catalog import Catalog, FieldRef
 
-__all__ = ["Terms", "direction", "named_currencies", "named_scales", "ranks", "terms_of", "top_n", "year_ranges"]
+__all__ = ["Terms", "counts_rows", "direction", "named_by", "named_currencies", "named_scales", "ranks", "terms_of", "top_n", "year_ranges"]
 
 _GENERIC = frozenset("name names number total count value values id the of a an and in".split())
 _RANKING = re.compile(r"\b(most|least|fewest|top|bottom|best|worst|first|last|maximum|minimum|rank\w*|order\w*|"
@@ -144,15 +144,15 @@ def terms_of(question: str, catalog: Catalog, found: Mapping[str, Sequence[str]]
         dimensions = [name for name in dimensions if catalog.fields[name].kind == "fact"]
     if not _COUNT_WORDS.search(question) and not ranks(question):
         # "Which chemicals makers are British?" asks for the makers, not for how many there are.
-        counts = [name for name in measures if _counts(catalog.fields[name])]
+        counts = [name for name in measures if counts_rows(catalog.fields[name])]
         if len(counts) < len(measures) or dimensions:
             measures = [name for name in measures if name not in counts]
     many = re.search(r"\bhow many ([a-z-]+)", question, re.I)
-    if many and any(not _counts(ref) and _named(stems(many.group(1)), [ref.source.name.replace("_", " "), *ref.synonyms])
+    if many and any(not counts_rows(ref) and named_by(stems(many.group(1)), [ref.source.name.replace("_", " "), *ref.synonyms])
                     for ref in catalog.of_kind("fact", "measure", "derived")):
         # "How many employees does it have?" asks for a figure the data holds, not a count of
         # rows, nor every measure for want of one named.
-        measures = [name for name in spoken_measures if not _counts(catalog.fields[name])]
+        measures = [name for name in spoken_measures if not counts_rows(catalog.fields[name])]
     values: dict[str, tuple[object, ...]] = {name: tuple(names) for name, names in (found or {}).items()}
     currencies = named_currencies(question, catalog)
     vocabulary = _vocabulary(catalog)
@@ -237,11 +237,11 @@ def counted(question: str, catalog: Catalog) -> list[str]:
     said = stems(question)
     for fact in catalog.of_kind("fact"):
         phrases = [fact.source.name.replace("_", " "), *fact.synonyms]
-        if _named(said, phrases) and any(stems(p) & things for p in phrases):
+        if named_by(said, phrases) and any(stems(p) & things for p in phrases):
             return []  # "how many people work at X": a number the data holds
     found = []
     for ref in catalog.of_kind("measure"):
-        if not _counts(ref):
+        if not counts_rows(ref):
             continue
         words = stems(" ".join([ref.source.name.replace("_", " "), ref.table.replace("_", " "), *ref.synonyms]))
         if things & words:
@@ -261,7 +261,7 @@ def grouped(question: str, catalog: Catalog, offered: Sequence[str]) -> tuple[st
             if ref.kind not in ("dimension", "time") or name in found:
                 continue
             grain = ref.grain or ("year" if ref.kind == "time" and ref.source.type == "year" else None)  # type: ignore[union-attr]
-            if _named(said, [ref.source.name.replace("_", " "), *ref.synonyms]) or (grain and grain in words):
+            if named_by(said, [ref.source.name.replace("_", " "), *ref.synonyms]) or (grain and grain in words):
                 found.append(name)
     return tuple(found)
 
@@ -354,7 +354,7 @@ def year_ranges(question: str) -> tuple[tuple[int, int], ...]:
     return tuple((int(a), int(b)) for a, b in _YEAR_RANGE.findall(question) if int(a) < int(b))
 
 
-def _counts(ref: FieldRef) -> bool:
+def counts_rows(ref: FieldRef) -> bool:
     return ref.kind == "measure" and bool(ref.exprs) and isinstance(ref.exprs[0], exp.Count)
 
 
@@ -393,7 +393,7 @@ def stems(text: str) -> set[str]:
     return {_stem(w) for w in re.findall(r"[A-Za-z]+", text) if w.lower() not in _GENERIC and len(w) > 2}
 
 
-def _named(said: set[str], phrases: Sequence[str]) -> bool:
+def named_by(said: set[str], phrases: Sequence[str]) -> bool:
     """Every word of one of the phrases is in the question ("company type": both words)."""
     return any(words and words <= said for words in (stems(p) for p in phrases))
 
@@ -409,14 +409,14 @@ def _speaks_of(said: set[str], catalog: Catalog, ref: FieldRef, values: bool = T
         vocabulary = _vocabulary(catalog)
         phrases += [str(v) for v in catalog.values.get(ref.name, ())
                     if not all(_singular(w) in vocabulary for w in re.findall(r"[A-Za-z]+", str(v)))]
-    if not _named(said, phrases):
+    if not named_by(said, phrases):
         return False
-    return ref.grain is None or _named(said, [ref.grain, f"{ref.grain}ly", "annual" if ref.grain == "year" else ""])
+    return ref.grain is None or named_by(said, [ref.grain, f"{ref.grain}ly", "annual" if ref.grain == "year" else ""])
 
 
 def _aggregated(question: str, said: set[str], ref: FieldRef) -> bool:
     """An aggregated fact (avg_volume): its fact is named, and so is its aggregation."""
-    if not _named(said, [ref.source.name.replace("_", " "), *ref.synonyms]):
+    if not named_by(said, [ref.source.name.replace("_", " "), *ref.synonyms]):
         return False
     words = _AGGREGATION_WORDS[ref.aggregation or "sum"]
     return any(re.search(rf"\b{w}\b", question, re.I) for w in words)

@@ -31,7 +31,7 @@ from typing import Any
 from groundsql.errors import GroundsqlError
 from groundsql.grounding.entities import EntityIndex, EntityMatch
 from groundsql.semantic.catalog import Catalog, FieldRef
-from groundsql.semantic.terms import Terms, stems
+from groundsql.semantic.terms import Terms, counts_rows, named_by, stems
 from groundsql.strategies.answer import Clarification, Option
 
 __all__ = ["ask_back", "asked_for", "unknown_words", "chosen_option", "last_year_of", "MOST_OPTIONS"]
@@ -162,7 +162,7 @@ def _shared_word(question: str, catalog: Catalog, terms: Terms,
         text = text.replace(m.mention, " ")
     said = stems(text)
     fields = [*catalog.of_kind("measure", "derived"), *catalog.of_kind("fact")]
-    named = [ref for ref in fields if _names(said, ref)]
+    named = [ref for ref in fields if named_by(said, _phrases(ref))]
     for word in re.findall(r"[A-Za-z]+", text):
         stem = next(iter(stems(word)), None) if word.lower() not in _FUNCTION_WORDS else None
         if stem is None:
@@ -186,10 +186,10 @@ def _judgement(question: str, catalog: Catalog, terms: Terms) -> Clarification |
     said = stems(question)
     # A count is no judgement ("company count" is named by "company" alone).
     fields = [ref for ref in (*catalog.of_kind("measure", "derived", "aggregate"), *catalog.of_kind("fact"))
-              if not _counts(ref)]
-    if judged is None or terms.top is not None or any(_names(said, ref) for ref in fields):
+              if not counts_rows(ref)]
+    if judged is None or terms.top is not None or any(named_by(said, _phrases(ref)) for ref in fields):
         return None
-    subjects = [ref for ref in catalog.of_kind("dimension") if _names(said, ref, values=False)]
+    subjects = [ref for ref in catalog.of_kind("dimension") if named_by(said, _phrases(ref))]
     if not subjects:
         return None
     table = subjects[0].table
@@ -309,13 +309,13 @@ def last_year_of(catalog: Catalog, db: Any) -> int | None:
     return max(years) if years else None
 
 
-def _names(said: set[str], ref: FieldRef, values: bool = False) -> bool:
-    phrases = [ref.name.replace("_", " "), *ref.synonyms]
-    return any(words and words <= said for words in (stems(p) for p in phrases))
+def _phrases(ref: FieldRef) -> list[str]:
+    """The words a question may name a field by: its name and its synonyms."""
+    return [ref.name.replace("_", " "), *ref.synonyms]
 
 
 def _words_of(ref: FieldRef) -> set[str]:
-    return {w for phrase in (ref.name.replace("_", " "), *ref.synonyms) for w in stems(phrase)}
+    return {w for phrase in _phrases(ref) for w in stems(phrase)}
 
 
 def _label(ref: FieldRef) -> str:
@@ -324,12 +324,6 @@ def _label(ref: FieldRef) -> str:
 
 def _word_replaced(question: str, word: str, label: str) -> str:
     return re.sub(rf"\b{re.escape(word)}\b", label, question, count=1)
-
-
-def _counts(ref: FieldRef) -> bool:
-    from sqlglot import exp
-
-    return bool(ref.exprs) and isinstance(ref.exprs[0], exp.Count)
 
 
 def _sizes(ref: FieldRef) -> bool:
