@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from pathlib import Path
 
 import llguidance
 import pytest
@@ -15,6 +16,7 @@ from groundsql.schema.grammar import sql_grammar
 from tests.conftest import shared_benchmark, spider_db
 
 BYTES = llguidance.LLTokenizer("byte")
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def admits(grammar: str, sql: str) -> bool:
@@ -107,6 +109,82 @@ def test_a_wide_schema_still_compiles() -> None:
     assert admits(grammar, "SELECT T1.column_3_7 FROM table_3 AS T1 WHERE T1.column_3_1 > 5")
 
 
+def qwen_vocabulary() -> llguidance.LLTokenizer:
+    """The Qwen2.5-Coder tokenizer (0.5B and 1.5B share it), read from the 0.5B's GGUF file: the
+    runtime's limits are spent per token of the vocabulary, which a byte tokenizer does not show."""
+    gguf = pytest.importorskip("gguf")
+    from groundsql.llm.models import resolve_gguf
+
+    reader = gguf.GGUFReader(resolve_gguf("qwen2.5-coder-0.5b"))
+    field = reader.fields["tokenizer.ggml.tokens"]
+    kinds = reader.fields["tokenizer.ggml.token_type"]
+    # GPT-2's byte-level BPE writes each byte as a printable character.
+    printable = [*range(33, 127), *range(161, 173), *range(174, 256)]
+    to_byte = {chr(b): b for b in printable}
+    to_byte.update({chr(256 + i): b for i, b in enumerate(b for b in range(256) if b not in printable)})
+    tokens = []
+    for i, kind in zip(field.data, kinds.data):
+        text = bytes(field.parts[i]).decode()
+        control = int(kinds.parts[kind][0]) == 3
+        tokens.append(b"\xff" + text.encode() if control else bytes(to_byte[c] for c in text))
+
+    class Vocabulary:
+        eos_token_id = int(reader.fields["tokenizer.ggml.eos_token_id"].parts[-1][0])
+        bos_token_id = None
+        special_token_ids: list[int] = []
+
+        def __init__(self) -> None:
+            self.tokens = tokens
+
+        def __call__(self, text: bytes | str) -> list[int]:
+            # Greedy longest-match tokenization (not BPE's merges, which the masks do not need).
+            text = text.decode() if isinstance(text, bytes) else text
+            return built[0].greedy_tokenize(text) if built else []
+
+    built: list[llguidance.LLTokenizer] = []
+    built.append(llguidance.LLTokenizer(llguidance.TokenizerWrapper(Vocabulary())))
+    return built[0]
+
+
+def _t_aliased(sql: str) -> str:
+    """`sql` with its table aliases renamed T1, T2, ... (the grammar binds only initials and T-aliases)."""
+    import sqlglot
+    from sqlglot import exp
+
+    tree = sqlglot.parse_one(sql, read="sqlite")
+    names: dict[str, str] = {}
+    for alias in tree.find_all(exp.TableAlias):
+        names.setdefault(alias.name, f"T{len(names) + 1}")
+        alias.set("this", exp.to_identifier(names[alias.name]))
+    for column in tree.find_all(exp.Column):
+        if column.table in names:
+            column.set("table", exp.to_identifier(names[column.table]))
+    return tree.sql(dialect="sqlite")
+
+
+def test_the_demo_grammar_keeps_within_the_runtimes_limits_at_every_token() -> None:
+    """xllamacpp computes each token's mask with llguidance's default limits and, past them, lets
+    the grammar go mid-answer. A bounded repetition in the alias lexeme (`{0,30}`) spent them at
+    the first place an alias may stand: `SELECT COUNT(*)` already, on the demo's 24 tables."""
+    from groundsql.api import demo_database_url
+    from groundsql.db.introspect import introspect
+
+    vocabulary = qwen_vocabulary()
+    with Database(demo_database_url()) as db:
+        grammar = sql_grammar(introspect(db)).text
+    gold = [json.loads(line)["gold_sql"] for line in (ROOT / "src/groundsql/demo/eval.jsonl").open()]
+    over = []
+    for sql in [_t_aliased(q) for q in gold][:40] + ["SELECT COUNT(*) AS n FROM company"]:
+        matcher = llguidance.LLMatcher(vocabulary, grammar, log_level=0)
+        for token in vocabulary.tokenize_str(f"```sql\n{sql}\n```"):
+            matcher.compute_bitmask()
+            if matcher.is_error() or not matcher.consume_token(token):
+                break
+        if "Too many" in matcher.get_error():
+            over.append((sql, matcher.get_error().splitlines()[0]))
+    assert not over, over[:3]
+
+
 # -- the grammar on a request ------------------------------------------------------------------
 
 def _ask(llm, **generation):
@@ -144,6 +222,15 @@ def test_an_answer_the_runtime_wrote_without_its_grammar_is_said_in_the_grounds(
     assert [s.detail.get("grammar_dropped", False) for s in answer.steps if s.name in ("generate", "reflect")] \
         == [True, False]
     assert written_queries(answer)["grammar_dropped"] == 1
+
+
+def test_an_answer_cut_off_by_max_tokens_under_the_grammar_is_not_counted_as_dropped() -> None:
+    from groundsql.schema.grammar import admitted
+
+    grammar = sql_grammar(Schema("sqlite", (Table("singer", (Column("name", "TEXT"),)),))).text
+    assert admitted("```sql\nSELECT name FROM singer\n```", grammar) == "admitted"
+    assert admitted("```sql\nSELECT name FROM singer WHERE name * name * name *", grammar) == "cut off"
+    assert admitted("```sql\nSELECT nickname FROM singer\n```", grammar) == "outside"
 
 
 def test_a_backend_that_cannot_enforce_a_grammar_gets_none_and_the_grounds_say_so() -> None:

@@ -151,7 +151,7 @@ INT: /[0-9]+/
 NUMBER: /[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?|\.[0-9]+/
 TYPE: /[A-Za-z][A-Za-z ]*(\([0-9]+(, *[0-9]+)?\))?/
 WORD: /[A-Za-z]+/
-ALIAS: /[A-Za-z_][A-Za-z0-9_]{0,30}/
+ALIAS: /[A-Za-z_][A-Za-z0-9_]*/
 """
 
 
@@ -166,11 +166,12 @@ def grammar_problem(text: str) -> str | None:
     return (messages[0].strip().splitlines()[0] if messages else "invalid grammar") if failed else None
 
 
-def admitted(text: str, grammar: str) -> bool | None:
-    """Whether a model's answer is one `grammar` admits (None: llguidance is not installed).
-    The runtime drops a grammar it cannot follow mid-answer with no more than a log line
-    (measured with xllamacpp: "Too many items (limit 50000; mask) ... stopping"), so what came
-    back is checked, not assumed."""
+def admitted(text: str, grammar: str) -> str | None:
+    """How a model's answer stands to `grammar`: "admitted" (whole), "cut off" (a beginning the
+    grammar admits: the answer ran into max_tokens while under the grammar) or "outside" (the
+    runtime let the grammar go: past llguidance's limits it decodes freely with no more than a
+    log line, "Too many items (limit 50000; mask) ... stopping", measured with xllamacpp).
+    None when llguidance is not installed."""
     try:
         import llguidance
     except ImportError:
@@ -178,7 +179,9 @@ def admitted(text: str, grammar: str) -> bool | None:
     tokenizer = llguidance.LLTokenizer("byte")
     matcher = llguidance.LLMatcher(tokenizer, grammar)
     tokens = tokenizer.tokenize_str(text.strip())
-    return matcher.try_consume_tokens(tokens) == len(tokens) and matcher.is_accepting()
+    if matcher.try_consume_tokens(tokens) < len(tokens):
+        return "outside"
+    return "admitted" if matcher.is_accepting() else "cut off"
 
 
 def _spellings(name: str, dialect: str) -> list[str]:

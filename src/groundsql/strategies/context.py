@@ -223,8 +223,10 @@ def generate_and_execute(
                 step["calls"].append(completion)
                 sql = extract_sql(completion.text)
                 step["sql"] = sql
-                if request.grammar is not None and admitted(completion.text, request.grammar) is False:
+                verdict = admitted(completion.text, request.grammar) if request.grammar is not None else None
+                if verdict == "outside":
                     # The runtime let the grammar go mid-answer (its limits): the model wrote freely.
+                    # An answer cut off by max_tokens under the grammar is not counted here.
                     step["grammar_dropped"] = True
                     constraint["dropped"] = constraint.get("dropped", 0) + 1
         if completion is None:
