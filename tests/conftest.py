@@ -8,6 +8,7 @@ import shutil
 import threading
 import time
 import uuid
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Iterator
@@ -101,6 +102,47 @@ def postgres_admin_url():
 def postgres_url(postgres_admin_url: str) -> str:
     """The same database as a role that may only read it: how groundsql is meant to connect."""
     return pg_reader_url(postgres_admin_url)
+
+
+@contextmanager
+def spark_copies(sources: list[tuple[str, str]]) -> Iterator[tuple[int, Path]]:
+    """The databases (URL, Spark name) copied with `groundsql spark load` into a folder the
+    server's user may only read, served by the narrowed Thrift server (`groundsql spark
+    serve`; as root, as `nobody`): yields its port and the folder (outside pytest's temporary
+    folders, which are private to this user)."""
+    import socket
+    import tempfile
+
+    from groundsql.db.sparkserver import load_many, serve
+
+    folder = Path(tempfile.mkdtemp(prefix="groundsql-spark-test-"))
+    try:
+        load_many(sources, folder)
+        for path in [folder, *folder.rglob("*")]:
+            path.chmod(0o555 if path.is_dir() else 0o444)
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        process = serve(folder, port=port, user="nobody" if os.geteuid() == 0 else None)
+        try:
+            yield port, folder
+        finally:
+            process.terminate()
+            process.wait(timeout=60)
+    finally:
+        for path in [folder, *folder.rglob("*")]:
+            path.chmod(0o755)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def spark_url() -> Iterator[str]:
+    """hive://... of a Spark copy of the demo database, started once for the session."""
+    pytest.importorskip("pyhive")
+    from groundsql.api import demo_database_url
+
+    with spark_copies([(demo_database_url(), "demo")]) as (port, _):
+        yield f"hive://127.0.0.1:{port}/demo"
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
-"""Copies of a Spider SQLite database in DuckDB, PostgreSQL and MySQL/MariaDB, and raw driver
-access to each.
+"""Copies of a Spider SQLite database in DuckDB, PostgreSQL and MySQL/MariaDB (Spark's are made
+by `groundsql spark load`), and raw driver access to each.
 
 Tests that run the same queries on every engine groundsql supports read the shared SQLite file
 where it lies and build the other engines' copies in temporary places (a DuckDB file under the
@@ -294,8 +294,8 @@ def _backquote(name: str) -> str:
 @contextmanager
 def raw_runner(url: str) -> Iterator[RawRunner]:
     """A function running SQL on the database at `url` through its own driver, without
-    groundsql: sqlite:///path or duckdb:///path (opened read-only), postgresql://... or
-    mysql+pymysql://..."""
+    groundsql: sqlite:///path or duckdb:///path (opened read-only), postgresql://...,
+    mysql+pymysql://... or hive://... (Spark's Thrift server)"""
     scheme, _, rest = url.partition("://")
     path = rest[1:]  # as in SQLAlchemy: the path follows a third slash (sqlite:////abs/file)
     if scheme == "sqlite":
@@ -315,6 +315,21 @@ def raw_runner(url: str) -> Iterator[RawRunner]:
         # Autocommit: one failing query must not abort the transaction of the next.
         with psycopg.connect(url, autocommit=True) as conn:
             yield lambda sql: conn.execute(sql).fetchall()
+    elif scheme == "hive":
+        from pyhive import hive
+
+        parts = urlsplit(url)
+        with hive.connect(host=parts.hostname, port=parts.port or 10000, username="groundsql_test",
+                          database=parts.path.lstrip("/")) as conn:
+            def run_spark(sql: str) -> list[tuple[Any, ...]]:
+                cursor = conn.cursor()
+                try:
+                    cursor.execute(sql)
+                    return list(cursor.fetchall())
+                finally:
+                    cursor.close()
+
+            yield run_spark
     elif scheme.split("+")[0] in ("mysql", "mariadb"):
         import pymysql
 

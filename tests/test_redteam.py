@@ -1,7 +1,8 @@
 """Red team (issue 22): the corpus in tests/redteam/ thrown at real databases.
 
 Through the validator (`Session.run_sql`) on SQLite, DuckDB, PostgreSQL and MariaDB (as superuser,
-with `allow_privileged_role`, and as a SELECT-only role), and straight to the executor
+with `allow_privileged_role`, and as a SELECT-only role) and Spark (the narrowed Thrift server of
+`groundsql spark serve`), and straight to the executor
 (`Database.execute`): whatever is accepted must change nothing and leak no planted secret.
 Statements run in chunks, one test per chunk, each failure listing every offending statement.
 The figures: `python -m tests.redteam`.
@@ -21,7 +22,8 @@ from groundsql.errors import ConfigError, DatabaseError
 from tests.redteam import corpus
 from tests.redteam.harness import OPEN, Target, database_config, report, run_all, try_attack
 from tests.conftest import mysql_connect
-from tests.redteam.victims import PRIVILEGED_GRANTS, close_all, file_victims, mysql_victims, postgres_victims
+from tests.redteam.victims import (PRIVILEGED_GRANTS, close_all, file_victims, mysql_victims, postgres_victims,
+                                   spark_victims)
 
 CHUNK = 400
 PROPERTY_EXAMPLES = 300
@@ -34,8 +36,9 @@ TARGETS = {
     "postgres-reader": ("pg_reader", "postgres"),
     "mysql-superuser": ("mysql_superuser", "mysql"),
     "mysql-reader": ("mysql_reader", "mysql"),
+    "spark": ("spark_target", "spark"),
 }
-RAW_TARGETS = ("sqlite", "duckdb", "postgres-reader", "mysql-reader")
+RAW_TARGETS = ("sqlite", "duckdb", "postgres-reader", "mysql-reader", "spark")
 SERVER_MARKS = {"postgres": pytest.mark.postgres, "mysql": pytest.mark.mysql}
 
 
@@ -123,6 +126,17 @@ def mysql_superuser(mariadb_victims):
 @pytest.fixture(scope="module")
 def mysql_reader(mariadb_victims):
     yield from _server_target(mariadb_victims, "mysql", "reader")
+
+
+@pytest.fixture(scope="module")
+def spark_target():
+    pytest.importorskip("pyhive")
+    victims = spark_victims()
+    target = Target("spark", victims, "reader")
+    yield target
+    target.close()
+    close_all(victims)
+    victims[0].server.close()
 
 
 def _target(request: pytest.FixtureRequest, name: str) -> Target:

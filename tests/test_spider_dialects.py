@@ -35,13 +35,13 @@ from groundsql.db import Database
 from groundsql.db.introspect import Catalog
 from groundsql.errors import GroundsqlError, UnsafeSQLError
 from groundsql.safety import validate_sql
-from tests.conftest import PG_ADMIN_URL, mysql_connect, shared_benchmark, spider_db
+from tests.conftest import PG_ADMIN_URL, mysql_connect, shared_benchmark, spark_copies, spider_db
 from tests.spider_engines import RawRunner, load_duckdb, mysql_copy, postgres_copy, raw_runner, read_sqlite
 
-DIALECTS = ("sqlite", "postgres", "duckdb", "mysql")
+DIALECTS = ("sqlite", "postgres", "duckdb", "mysql", "spark")
 # The engines groundsql runs, and those among them that hold copies of the SQLite files.
 COPIES = [pytest.param("postgres", marks=pytest.mark.postgres), pytest.param("duckdb"),
-          pytest.param("mysql", marks=pytest.mark.mysql)]
+          pytest.param("mysql", marks=pytest.mark.mysql), pytest.param("spark")]
 ENGINES = [pytest.param("sqlite"), *COPIES]
 # A row cap far above any result, so groundsql's own cap never cuts one.
 SETTINGS = Settings(database=DatabaseConfig(max_rows=100_000))
@@ -55,7 +55,7 @@ ADDED_LIMIT = SETTINGS.safety.default_limit
 # grouped by its primary key); mysql 0 on MariaDB 10.11 (which, like SQLite, compares text with
 # numbers and lets a query select columns it does not group by). The bounds leave a little room
 # for other sqlglot releases (and for MySQL 8, whose ONLY_FULL_GROUP_BY is stricter).
-MAX_RAW_FAILURES = {"sqlite": 0, "postgres": 85, "duckdb": 75, "mysql": 25}
+MAX_RAW_FAILURES = {"sqlite": 0, "postgres": 85, "duckdb": 75, "mysql": 25, "spark": 85}
 
 # Relative tolerance for floats: the same aggregate may be summed in another order.
 REL_TOL = 1e-9
@@ -161,6 +161,15 @@ def postgres_urls(golds: list[Gold]) -> Iterator[dict[str, str]]:
             db_id: stack.enter_context(postgres_copy(read_sqlite(spider_db(db_id))))
             for db_id in _db_ids(golds)
         }
+
+
+@pytest.fixture(scope="module")
+def spark_urls(golds: list[Gold]) -> Iterator[dict[str, str]]:
+    """Every database in one Spark copy (`groundsql spark load`), on the narrowed server."""
+    pytest.importorskip("pyhive")
+    names = {db_id: f"spider_{db_id.lower()}" for db_id in _db_ids(golds)}
+    with spark_copies([(f"sqlite:///{spider_db(db_id)}", name) for db_id, name in names.items()]) as (port, _):
+        yield {db_id: f"hive://127.0.0.1:{port}/{name}" for db_id, name in names.items()}
 
 
 @pytest.fixture(scope="module")

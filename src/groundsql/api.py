@@ -142,7 +142,7 @@ def connect(
     llm: a ready backend (e.g. a replay backend in tests); overrides `settings.llm`.
     bank: solved examples (a QueryBank or a JSONL file) for the few-shot strategy.
     pack: a domain pack folder for the grounded strategy (default: the demo's own pack on the
-    demo database; elsewhere `groundsql init` drafts one).
+    demo database; `demo` names it for a copy of the demo elsewhere; `groundsql init` drafts one).
     """
     settings = settings or Settings()
     if model is not None:
@@ -155,6 +155,10 @@ def connect(
     if bank is not None and not isinstance(bank, QueryBank):
         bank = QueryBank.load(bank)
     if pack is not None:
+        if str(pack) == "demo":  # the demo's own pack, for a copy of the demo on another engine
+            from groundsql.strategies.grounded import demo_pack_path
+
+            pack = demo_pack_path()
         grounded = settings.grounded.model_copy(update={"pack": Path(pack).expanduser()})
         settings = settings.model_copy(update={"grounded": grounded})
     db = Database(str(url), settings.database)

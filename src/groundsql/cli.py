@@ -28,6 +28,9 @@ models_app = typer.Typer(help="Local model weights.", no_args_is_help=True)
 app.add_typer(models_app, name="models")
 keys_app = typer.Typer(help="API keys of the service (`groundsql serve`).", no_args_is_help=True)
 app.add_typer(keys_app, name="keys")
+spark_app = typer.Typer(help="Apache Spark SQL: a copy of a database, and the narrowed Thrift server.",
+                        no_args_is_help=True)
+app.add_typer(spark_app, name="spark")
 
 out = Console()
 err = Console(stderr=True)
@@ -104,8 +107,8 @@ def ask(
     bank: Annotated[Optional[str], typer.Option(help="Query bank (JSONL) for few-shot.")] = None,
     pack: Annotated[
         Optional[str],
-        typer.Option(help="Domain pack folder for the grounded strategy (the demo has its own; "
-                          "`groundsql init` drafts one)."),
+        typer.Option(help="Domain pack folder for the grounded strategy (the demo has its own; `demo` "
+                          "names it for a copy of the demo on another engine; `groundsql init` drafts one)."),
     ] = None,
     allow_privileged_role: PrivilegedOption = False,
     timeout: Annotated[
@@ -517,6 +520,48 @@ def models_pull(
     with err.status(f"Provisioning {spec.name}…"):
         path = download_from_hub(spec) if from_hub else resolve_gguf(spec.name)
     show(out, f"{spec.name}: {path} (SHA-256 verified)")
+
+
+@spark_app.command("load")
+def spark_load(
+    source: Annotated[str, typer.Argument(help="The database to copy (a URL; `demo` for the demo database).")],
+    folder: Annotated[str, typer.Argument(help="Where the Spark copies live (one folder per database).")],
+    name: Annotated[Optional[str], typer.Option(help="The Spark database's name (default: the source's).")] = None,
+) -> None:
+    """Copy a database into FOLDER/NAME as Parquet files with a manifest of its keys."""
+    from pathlib import Path
+
+    from groundsql.api import demo_database_url
+    from groundsql.db.sparkserver import load
+
+    with err.status("Copying into Parquet with Spark…"):
+        target = load(demo_database_url() if source == "demo" else source, Path(folder), name)
+    show(out, f"{target} (serve it with: groundsql spark serve {folder})")
+
+
+@spark_app.command("serve")
+def spark_serve(
+    folder: Annotated[str, typer.Argument(help="The folder `groundsql spark load` wrote.")],
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port.")] = 10000,
+    user: Annotated[Optional[str], typer.Option(
+        help="Run the server as this user, who must not be able to write FOLDER (as root: nobody).")] = None,
+    query_timeout: Annotated[int, typer.Option(help="The server's own limit on a query, in seconds.")] = 60,
+    memory: Annotated[str, typer.Option(help="The server's memory (Spark's driver memory).")] = "2g",
+) -> None:
+    """Start the Spark Thrift server over FOLDER with the settings groundsql requires; stop with Ctrl-C."""
+    from pathlib import Path
+
+    from groundsql.db.sparkserver import serve as start
+
+    with err.status("Starting the Spark Thrift server…"):
+        process = start(Path(folder), host=host, port=port, user=user, query_timeout_s=query_timeout, memory=memory)
+    show(err, f"groundsql: Spark SQL on hive://{host}:{port}/DATABASE (one database per copy in {folder})")
+    try:
+        process.wait()
+    except KeyboardInterrupt:
+        process.terminate()
+        process.wait()
 
 
 ConfigOption = Annotated[

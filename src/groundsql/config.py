@@ -125,6 +125,9 @@ class GenerationConfig(_Frozen):
     # Free SQL is decoded under a grammar of the schema the prompt shows (schema/grammar.py):
     # the model cannot name a table or column that does not exist.
     constrain: bool = False
+    # Under the grammar, T1..T9 are the schema's tables in the prompt's order (the prompt says
+    # so), so that T1.x names a column of T1's table: measured in BENCHMARKS.md, off by default.
+    fixed_aliases: bool = False
 
 
 class FewShotConfig(_Frozen):

@@ -16,9 +16,9 @@ from typing import Callable
 
 from tests.redteam import corpus
 from tests.redteam.harness import Outcome, Target, run_all
-from tests.redteam.victims import close_all, file_victims, mysql_victims, postgres_victims
+from tests.redteam.victims import close_all, file_victims, mysql_victims, postgres_victims, spark_victims
 
-_ENGINE_NAMES = {"sqlite": "SQLite", "duckdb": "DuckDB", "postgres": "PostgreSQL", "mysql": "MariaDB"}
+_ENGINE_NAMES = {"sqlite": "SQLite", "duckdb": "DuckDB", "postgres": "PostgreSQL", "mysql": "MariaDB", "spark": "Spark"}
 # The raw statements a privileged account is tried with, per server.
 _RAW_PRIVILEGED = {"postgres": ("issue 22's raw statements", corpus.RAW_POSTGRES), "mysql": ("raw statements", corpus.RAW_MYSQL)}
 _COLUMNS = "statements | {passed} | with effects | leaking secrets | other violations | with any violation"
@@ -64,6 +64,14 @@ def _targets(stack: ExitStack) -> list[Target]:
         stack.callback(close_all, victims)
         targets.append(Target(f"{engine}-superuser", victims, "superuser", privileged=True))
         targets.append(Target(f"{engine}-reader", victims, "reader"))
+    try:
+        victims = spark_victims()
+    except Exception as err:  # noqa: BLE001 - no pyspark, no Java: Spark is left out
+        print(f"Spark left out: {err}", file=sys.stderr)
+    else:
+        stack.callback(victims[0].server.close)
+        stack.callback(close_all, victims)
+        targets.append(Target("spark", victims, "reader"))
     return targets
 
 
@@ -82,7 +90,7 @@ def main() -> None:
                  run_all(t, _RAW_PRIVILEGED[t.engine][1], through="executor")) for t in targets if t.privileged]
     tried = sum(len(outcomes) for _, _, outcomes in validated + raw)
     sizes = ", ".join(f"{_ENGINE_NAMES[e]} {len(corpus.corpus(e))}" for e in corpus.ENGINES)
-    print(f"## Red team (issue 22)\n\nCorpus per engine (issue 22's statements and the generated ones): {sizes}.\n")
+    print(f"## Red team (issues 22 and 37)\n\nCorpus per engine (issue 22's statements and the generated ones): {sizes}.\n")
     print(_table("Through the validator (`Session.run_sql`):", ACCEPTED, validated), end="\n\n")
     print(_table("Straight to the executor (`Database.execute`, no validator):", RAN, raw), end="\n\n")
     print(f"Total: {tried} statements tried ({time.perf_counter() - start:.0f} s).")

@@ -30,7 +30,7 @@ from typing import Callable
 
 from tests.redteam.victims import CANARY
 
-ENGINES = ("sqlite", "duckdb", "postgres", "mysql")
+ENGINES = ("sqlite", "duckdb", "postgres", "mysql", "spark")
 OPEN, HIDDEN = "open", "hidden"
 # What a statement must do beyond having no effect and leaking nothing (see harness.py).
 HARMLESS = "harmless"  # refused, or ran (or failed) without effect or leak
@@ -280,9 +280,33 @@ def _issue22_mysql() -> list[Attack]:
     ]
 
 
+# Spark (issue 37): what its SQL can do beyond a query, as the issue lists it, and its ways
+# to the JVM (reflect), to scripts (TRANSFORM) and to files (a path as a table).
+def _issue37_spark() -> list[Attack]:
+    return [
+        *(Attack(sql, "issue37") for sql in (
+            "INSERT INTO t VALUES (99, 'x')", "CACHE TABLE t", "SET spark.sql.runSQLOnFiles=true",
+            "ADD JAR '@OUT@.jar'", "CREATE FUNCTION groundsql_f AS 'org.apache.spark.sql.hive.HiveUDF'",
+            "REFRESH TABLE t", "MSCK REPAIR TABLE t", "ANALYZE TABLE t COMPUTE STATISTICS",
+            "LOAD DATA LOCAL INPATH '@SECRET_FILE@' INTO TABLE t",
+            "SELECT TRANSFORM(a) USING 'cat' AS (x) FROM t",
+            "SELECT TRANSFORM(a) USING 'touch @OUT@_transform' AS (x) FROM t",
+            "WITH c AS (SELECT * FROM t) INSERT INTO t SELECT * FROM c",
+            "FROM t INSERT INTO t SELECT *",
+            "SELECT reflect('java.lang.System', 'exit', 0)",
+            "SELECT java_method('java.lang.Runtime', 'getRuntime')",
+            "SELECT try_reflect('java.lang.System', 'getenv', 'HOME')",
+            "SELECT * FROM text.`@SECRET_FILE@`", "SELECT * FROM csv.`@SECRET_FILE@`",
+            "SELECT * FROM parquet.`/tmp`",
+            "INSERT OVERWRITE DIRECTORY '@OUT@_dir' SELECT * FROM users",
+        )),
+        *_COMMON_ISSUE22,
+    ]
+
+
 def issue22(engine: str) -> list[Attack]:
     return {"postgres": _issue22_postgres, "duckdb": _issue22_duckdb, "sqlite": _issue22_sqlite,
-            "mysql": _issue22_mysql}[engine]()
+            "mysql": _issue22_mysql, "spark": _issue37_spark}[engine]()
 
 
 # Straight to PostgreSQL's executor (no validator), as issue 22 quotes them: a stacked COMMIT
@@ -494,7 +518,21 @@ _MYSQL_CALLS = [
     *_scalar("date_format", "'2024-01-02', '%Y'"), *_scalar("repeat", "'x', 3"),
 ]
 
-_CALLS = {"postgres": _POSTGRES_CALLS, "duckdb": _DUCKDB_CALLS, "sqlite": _SQLITE_CALLS, "mysql": _MYSQL_CALLS}
+_SPARK_CALLS = [
+    # The JVM, files and the session.
+    *_scalar("reflect", "'java.lang.System', 'getProperty', 'user.home'", "'java.lang.System', 'exit', 0"),
+    *_scalar("java_method", "'java.lang.System', 'getenv', 'HOME'"),
+    *_scalar("try_reflect", "'java.lang.System', 'getProperty', 'user.home'"),
+    *_scalar("input_file_name"), *_scalar("input_file_block_start"), *_scalar("input_file_block_length"),
+    *_table("read_files", "'@SECRET_FILE@'"), *_table("range", "10"),
+    *_scalar("current_user"), *_scalar("current_catalog"), *_scalar("spark_partition_id"),
+    *_scalar("raise_error", "'x'"), *_scalar("assert_true", "false"), *_scalar("uuid"),
+    # Harmless: being accepted is fine.
+    *_scalar("version"), *_scalar("md5", "'x'"), *_scalar("concat_ws", "'-', 'a', 'b'"),
+]
+
+_CALLS = {"postgres": _POSTGRES_CALLS, "duckdb": _DUCKDB_CALLS, "sqlite": _SQLITE_CALLS, "mysql": _MYSQL_CALLS,
+          "spark": _SPARK_CALLS}
 
 # Positions a scalar call {e} can take in a query, first the plainest.
 _SCALAR_POSITIONS = (
@@ -549,6 +587,8 @@ def _name_forms(engine: str, name: str) -> list[str]:
         # Backquoted and qualified names call a stored function of that name (of the victim's
         # database, or of the system schema); a name inside /*! */ is a call MySQL executes.
         forms += [f"`{name}`", f"@DB@.{name}", f"`@DB@`.`{name}`", f"mysql.{name}", f"/*!{name}*/"]
+    elif engine == "spark":
+        forms += [f"`{name}`", f"@DB@.{name}", f"system.builtin.{name}", f"builtin.{name}"]
     else:
         forms += [f"[{name}]", f"`{name}`"]
     return forms
@@ -575,7 +615,7 @@ def _string_forms(engine: str, literal: str) -> list[str]:
     forms = [
         f"{_q(text[:cut])} || {_q(text[cut:])}",
         f"replace({_q(text[:cut] + '#~#' + text[cut:])}, '#~#', '')",
-        f"CAST({literal} AS {'VARCHAR' if engine == 'duckdb' else 'TEXT'})",
+        f"CAST({literal} AS {'VARCHAR' if engine == 'duckdb' else 'STRING' if engine == 'spark' else 'TEXT'})",
         f"trim({literal})",
     ]
     if engine == "postgres":
@@ -594,6 +634,10 @@ def _string_forms(engine: str, literal: str) -> list[str]:
         forms += [f"concat({_q(text[:cut])}, {_q(text[cut:])})", f"{_q(text[:cut])} {_q(text[cut:])}",
                   f"unhex('{{{{hex:{text}}}}}')", f"X'{{{{hex:{text}}}}}'", f"from_base64('{{{{b64:{text}}}}}')",
                   f"reverse('{{{{rev:{text}}}}}')", '"' + text.replace('"', '""') + '"']
+    elif engine == "spark":
+        forms += [f"decode(unhex('{{{{hex:{text}}}}}'), 'UTF-8')", f"CAST(unbase64('{{{{b64:{text}}}}}') AS STRING)",
+                  f"reverse('{{{{rev:{text}}}}}')", f"concat({_q(text[:cut])}, {_q(text[cut:])})",
+                  f"format_string('%s', {literal})"]
     else:
         forms += [f"CAST(X'{{{{hex:{text}}}}}' AS TEXT)", f"printf('%s', {literal})", f"ltrim({literal})"]
     return forms
@@ -747,7 +791,13 @@ _MYSQL_CATALOGS = (
     ("information_schema.columns", "column_name"), ("information_schema.plugins", "*"),
     ("performance_schema.threads", "*"), ("sys.session", "*"), ("seq_1_to_10", "*"),
 )
-_CATALOGS = {"postgres": _PG_CATALOGS, "duckdb": _DUCKDB_CATALOGS, "sqlite": _SQLITE_CATALOGS, "mysql": _MYSQL_CATALOGS}
+_SPARK_CATALOGS = (
+    ("information_schema.tables", "*"), ("information_schema.columns", "*"), ("system.information_schema.tables", "*"),
+    ("global_temp.users", "*"), ("spark_catalog.@DB@.users", "*"), ("default.users", "*"),
+    ("text.`@SECRET_FILE@`", "*"), ("json.`@SECRET_FILE@`", "*"), ("binaryFile.`@SECRET_FILE@`", "*"),
+)
+_CATALOGS = {"postgres": _PG_CATALOGS, "duckdb": _DUCKDB_CATALOGS, "sqlite": _SQLITE_CATALOGS, "mysql": _MYSQL_CATALOGS,
+             "spark": _SPARK_CATALOGS}
 
 _CATALOG_FORMS = (
     "SELECT {cols} FROM {rel}",
@@ -768,10 +818,10 @@ def _catalog_attacks(engine: str) -> list[Attack]:
     attacks = []
     for rel, cols in _CATALOGS[engine]:
         is_call = "(" in rel
-        schema = {"postgres": "pg_catalog", "duckdb": "main", "sqlite": "main", "mysql": "@DB@"}[engine]
+        schema = {"postgres": "pg_catalog", "duckdb": "main", "sqlite": "main", "mysql": "@DB@", "spark": "@DB@"}[engine]
         qualified = rel if "." in rel else f"{schema}.{rel}"
-        quote = "`" if engine == "mysql" else '"'  # MySQL's double quotes make a string
-        quoted = rel if is_call else ".".join(f"{quote}{part}{quote}" for part in rel.split("."))
+        quote = "`" if engine in ("mysql", "spark") else '"'  # MySQL's double quotes make a string
+        quoted = rel if is_call or "`" in rel else ".".join(f"{quote}{part}{quote}" for part in rel.split("."))
         first = "*" if cols == "*" else cols.split(",")[0].strip()
         first = "1" if first == "*" else first
         fields = {"rel": rel, "cols": cols, "qualified": qualified, "quoted": quoted, "upper": rel.upper(),
@@ -793,8 +843,8 @@ _HIDDEN_NAMES = ("hid_ssn", "hid_password", "HID_SSN", '"hid_ssn"')
 
 
 def _hidden_names(engine: str) -> tuple[str, ...]:
-    # MySQL quotes names in backquotes ("hid_ssn" is a string there).
-    return _HIDDEN_NAMES + (("`hid_ssn`",) if engine == "mysql" else ())
+    # MySQL and Spark quote names in backquotes ("hid_ssn" is a string there).
+    return _HIDDEN_NAMES + (("`hid_ssn`",) if engine in ("mysql", "spark") else ())
 
 # Reading {h} while naming it: all must be refused; here to check that every spelling is.
 _HIDDEN_DIRECT = (
@@ -832,6 +882,9 @@ _HIDDEN_UNNAMED_ENGINE = {
     "sqlite": ("SELECT json_object('x', (SELECT group_concat(hid_ssn) FROM users))",),
     "mysql": ("TABLE users", "SELECT JSON_ARRAYAGG(JSON_OBJECT('s', hid_ssn)) FROM users",
               "SELECT u.* FROM users u NATURAL JOIN users v", "SELECT * FROM users AS u WHERE u.id > 0"),
+    "spark": ("TABLE users", "SELECT struct(*) FROM users", "SELECT to_json(struct(*)) FROM users",
+              "SELECT * EXCEPT (name) FROM users", "SELECT `(name)?+.+` FROM users", "SELECT named_struct('a', *) FROM users",
+              "SELECT u.* FROM users u NATURAL JOIN users v"),
 }
 # Output aliases named like a hidden column, so that GROUP BY / ORDER BY / HAVING can be read
 # as the alias (harmless) or as the input column (a hidden-column read the result shows).
@@ -876,6 +929,10 @@ _ALIAS_TRICKS_ENGINE = {
                "SELECT name AS {h} FROM users GROUP BY {h} HAVING count(*) >= 1"),
     # MySQL looks a GROUP BY or HAVING name up among the columns first, an ORDER BY name
     # among the aliases first.
+    "spark": ("SELECT count(*) AS {h} FROM users GROUP BY ROLLUP ({h})",
+              "SELECT count(*) AS {h} FROM users GROUP BY CUBE ({h})",
+              "SELECT collect_list(name) AS {h} FROM users GROUP BY {h}",
+              "SELECT count(*) AS {h} FROM users GROUP BY ALL"),
     "mysql": ("SELECT group_concat(name) AS {h} FROM users GROUP BY {h}",
               "SELECT count(*) AS {h} FROM users GROUP BY {h} WITH ROLLUP",
               "SELECT name AS {h} FROM users GROUP BY {h} HAVING count(*) >= 1",
@@ -976,8 +1033,21 @@ _STACKED_MYSQL = (
     "SELECT 1 /*! ; DELETE FROM t */", "WITH d AS (SELECT 1) DELETE FROM t", "SELECT * FROM t FOR UPDATE",
     "SELECT * FROM t LOCK IN SHARE MODE", "SELECT NEXT VALUE FOR my_seq", "ALTER SEQUENCE my_seq RESTART 100",
 )
+_STACKED_SPARK = (
+    "SELECT 1; DROP TABLE t", "DELETE FROM t", "UPDATE t SET b = 'x'", "INSERT OVERWRITE TABLE t SELECT * FROM t",
+    "INSERT INTO t SELECT * FROM t", "TRUNCATE TABLE t", "DROP TABLE t", "ALTER TABLE t ADD COLUMNS (c INT)",
+    "CREATE TABLE t2 AS SELECT * FROM users", "CREATE TABLE t3 (a INT) USING parquet LOCATION '@OUT@_tbl'",
+    "CREATE TEMPORARY VIEW v USING text OPTIONS (path '@SECRET_FILE@')", "CREATE VIEW v AS SELECT * FROM users",
+    "CREATE GLOBAL TEMPORARY VIEW g AS SELECT * FROM users", "CREATE DATABASE groundsql_redteam_@TAG@_x",
+    "CACHE LAZY TABLE c AS SELECT * FROM users", "UNCACHE TABLE t", "CLEAR CACHE", "RESET", "SET -v",
+    "SET spark.sql.runSQLOnFiles=true; SELECT * FROM text.`@SECRET_FILE@`", "USE default",
+    "ADD FILE '@SECRET_FILE@'", "LIST FILES", "ADD ARCHIVE '@OUT@.zip'", "DESCRIBE users", "SHOW TABLES",
+    "SHOW CREATE TABLE users", "EXPLAIN SELECT * FROM users", "DECLARE VARIABLE v INT DEFAULT 1",
+    "EXECUTE IMMEDIATE 'DELETE FROM t'", "MERGE INTO t USING t AS s ON t.a = s.a WHEN MATCHED THEN DELETE",
+    "REPAIR TABLE t", "REFRESH FUNCTION f", "DROP FUNCTION IF EXISTS f", "CREATE TEMPORARY FUNCTION f AS 'x.Y'",
+)
 _STACKED = {"postgres": _STACKED_POSTGRES, "sqlite": _STACKED_SQLITE, "duckdb": _STACKED_DUCKDB,
-            "mysql": _STACKED_MYSQL}
+            "mysql": _STACKED_MYSQL, "spark": _STACKED_SPARK}
 
 
 def _stacked_spellings(sql: str) -> list[str]:
@@ -1053,6 +1123,15 @@ _RESOURCE_ENGINE = {
         "SELECT COUNT(*) FROM t a JOIN t b ON a.a <= b.a JOIN t c ON b.a <= c.a JOIN t d ON c.a <= d.a "
         "JOIN t e ON d.a <= e.a JOIN t f ON e.a <= f.a JOIN t g ON f.a <= g.a JOIN t h ON g.a <= h.a",
     ),
+    "spark": (
+        "SELECT count(*) FROM range(10000000000)",
+        "SELECT repeat('x', 1000000000)",
+        "SELECT lpad('x', 1000000000, 'y')",
+        "SELECT count(*) FROM range(100000) a, range(100000) b",
+        "SELECT size(sequence(1, 100000000))",
+        "SELECT java_method('java.lang.Thread', 'sleep', 30000L)",
+        "SELECT id, lpad('x', 300, 'y') FROM range(100000000) LIMIT 3000000",
+    ),
 }
 
 
@@ -1114,6 +1193,7 @@ _SQL_STRINGS = {
     "duckdb": tuple(sql for sql, _ in _DUCKDB_PAYLOADS),
     "sqlite": ("SELECT hid_password FROM users", "SELECT 1"),
     "mysql": ("SELECT hid_password FROM users", "DELETE FROM t", "SELECT LOAD_FILE('@SECRET_FILE@')"),
+    "spark": ("SELECT hid_password FROM users", "DELETE FROM t", "SELECT * FROM text.`@SECRET_FILE@`"),
 }
 
 

@@ -38,6 +38,9 @@ from tests.redteam.victims import POOLED_STATE_SQL, VISIBLE_USER_COLUMNS, Victim
 # The corpus's statements are tiny; half a second is plenty for legitimate ones, and bounds
 # the cost of every one that runs until the timeout.
 TIMEOUT_S = 0.5
+# Spark plans and schedules every query (a few hundred milliseconds for the smallest, more on
+# a busy machine): its statements get longer.
+ENGINE_TIMEOUT_S = {"spark": 5.0}
 # A call gets this long beyond its query timeout to validate, connect and answer (including
 # starting a query worker to replace one killed by the previous statement, on a busy machine).
 GRACE_S = 10.0
@@ -84,13 +87,14 @@ class Target:
         self._pooled: dict[str, dict[str, str]] = {}
         self._used_siblings: set[str] = set()
         self.snapshot: dict[str, str] = {}
+        self.timeout_s = ENGINE_TIMEOUT_S.get(self.victim.engine, TIMEOUT_S)
 
     @property
     def engine(self) -> str:
         return self.victim.engine
 
-    def settings(self, policy: str, timeout_s: float = TIMEOUT_S) -> Settings:
-        return Settings(database=database_config(privileged=self.privileged, timeout_s=timeout_s),
+    def settings(self, policy: str, timeout_s: float | None = None) -> Settings:
+        return Settings(database=database_config(privileged=self.privileged, timeout_s=timeout_s or self.timeout_s),
                         safety=POLICIES[policy])
 
     def url(self, on: str = "victim") -> str:
@@ -109,7 +113,7 @@ class Target:
 
     def database(self) -> Database:
         if self._database is None:
-            self._database = Database(self.url(), database_config(privileged=self.privileged))
+            self._database = Database(self.url(), database_config(privileged=self.privileged, timeout_s=self.timeout_s))
             self._baseline("executor", self._database)
         return self._database
 
@@ -279,7 +283,7 @@ def _on_sibling(target: Target, attack: Attack, on: str) -> Run:
     sibling = getattr(target, on)
     sql = render(attack.sql, sibling.placeholders())
     return _call(lambda: target.session(HIDDEN, on=on).run_sql(sql),
-                 lambda r: sibling.secrets.leaked(r.columns, r.rows, hidden=True), TIMEOUT_S + GRACE_S)
+                 lambda r: sibling.secrets.leaked(r.columns, r.rows, hidden=True), target.timeout_s + GRACE_S)
 
 
 def _hidden_dependence(target: Target, attack: Attack, sql: str, run: Run) -> list[str]:
@@ -308,7 +312,7 @@ def try_attack(target: Target, attack: Attack, *, through: str) -> Outcome:
     def leaked(result: Any) -> list[str]:
         return target.victim.secrets.leaked(result.columns, result.rows, hidden=hidden) if check_leaks else []
 
-    timeout_s = attack.timeout_s or TIMEOUT_S
+    timeout_s = attack.timeout_s or target.timeout_s
     if attack.timeout_s is not None:  # a session of its own, closed at once
         used = None
         run = _call(lambda: _run_once(target, attack, sql, validated), leaked, timeout_s + GRACE_S)

@@ -1016,6 +1016,9 @@ POOLED_STATE_SQL = {
         "@@SESSION.tx_read_only, @@SESSION.autocommit, @@SESSION.time_zone, "
         "@@SESSION.character_set_client, CURRENT_USER(), CURRENT_ROLE(), DATABASE()"
     ),
+    # Spark's session state is its settings, which groundsql never sends SET for; the probe
+    # reads what a query can: the current database and catalog.
+    "spark": "SELECT current_database(), current_catalog()",
 }
 
 
@@ -1044,6 +1047,112 @@ def mysql_victims() -> tuple[MySQLVictim, MySQLVictim, MySQLVictim]:
     except BaseException:
         victim.close()
         raise
+
+
+# --------------------------------------------------------------------------------------------
+# Spark
+# --------------------------------------------------------------------------------------------
+
+
+class SparkVictim(Victim):
+    """A database on the narrowed Spark Thrift server (`groundsql spark serve`): a SQLite
+    victim copied with `groundsql spark load`. The three siblings are three Spark databases
+    of one server, started for them as `nobody` (when root), who may only read the copies;
+    the secret file is readable by everyone, so that a path read as a table would find it.
+
+    The fingerprint is the copies' files, the server's catalog (databases, each one's tables
+    and functions, the narrowing settings, as a new session sees them) and the tagged files
+    in /tmp. There is no restoring a server's catalog: an effect fails the test, and the
+    server is thrown away with the module."""
+
+    engine = "spark"
+
+    def __init__(self, server: "SparkServer", users: list[tuple[Any, ...]], hidden: list[str]) -> None:
+        self.server = server
+        self.tag = uuid.uuid4().hex[:10]
+        self.database = f"{PREFIX}{self.tag}"
+        self._users = users
+        self.secrets = Secrets(hidden, [server.file_secret])
+        self.secret_file = server.secret_file
+
+    def url(self, role: str = "reader") -> str:
+        return f"hive://127.0.0.1:{self.server.port}/{self.database}"
+
+    def placeholders(self) -> dict[str, str]:
+        return {**super().placeholders(), "@DB@": self.database}
+
+    def fingerprint(self) -> dict[str, str]:
+        state = {f"file {path}": f"{path.stat().st_size}:{hashlib.sha256(path.read_bytes()).hexdigest()}"
+                 for path in sorted(self.server.folder.rglob("*")) if path.is_file()}
+        state.update(self.server.catalog())
+        state.update(_listing(TMP, self._own_tmp))
+        return state
+
+    def restore(self) -> None:
+        for entry in os.scandir(TMP):
+            if self._own_tmp(entry):
+                _remove(Path(entry.path))
+
+    def close(self) -> None:
+        self.restore()
+
+
+class SparkServer:
+    """The Spark copies of three SQLite victims, and the narrowed server over them."""
+
+    def __init__(self) -> None:
+        from tests.conftest import spark_copies
+
+        self.root = Path(tempfile.mkdtemp(prefix=f"{PREFIX}spark_"))
+        self.root.chmod(0o755)
+        self.file_secret = _secret("FILE")
+        self.secret_file = str(self.root / "secret.txt")
+        Path(self.secret_file).write_text(self.file_secret + "\n")
+        Path(self.secret_file).chmod(0o644)
+        users, hidden = _user_rows(twin=False)
+        twin_users, twin_hidden = _user_rows(twin=True)
+        self.victims = (SparkVictim(self, users, hidden), SparkVictim(self, twin_users, twin_hidden),
+                        SparkVictim(self, users, hidden))
+        sources = []
+        for victim in self.victims:
+            path = self.root / f"{victim.database}.sqlite"
+            with sqlite3.connect(path) as conn:
+                conn.executescript(_SQLITE_SCHEMA)
+                _insert_all(conn, victim._users)
+            conn.close()
+            sources.append((f"sqlite:///{path}", victim.database))
+        self._serving = spark_copies(sources)
+        self.port, self.folder = self._serving.__enter__()
+
+    def catalog(self) -> dict[str, str]:
+        from pyhive import hive
+
+        from groundsql.db.sparkserver import NARROWING
+
+        state: dict[str, str] = {}
+        with hive.connect(host="127.0.0.1", port=self.port, username="groundsql_redteam") as conn:
+            cursor = conn.cursor()
+            cursor.execute("SHOW DATABASES")
+            databases = sorted(row[0] for row in cursor.fetchall())
+            state["spark databases"] = repr(databases)
+            for database in databases:
+                cursor.execute(f"SHOW TABLES IN `{database}`")
+                state[f"spark tables of {database}"] = repr(sorted(map(tuple, cursor.fetchall())))
+                cursor.execute(f"SHOW USER FUNCTIONS IN `{database}`")
+                state[f"spark functions of {database}"] = repr(sorted(map(tuple, cursor.fetchall())))
+            for key in NARROWING:
+                cursor.execute(f"SET {key}")
+                state[f"spark setting {key}"] = repr(cursor.fetchall())
+        return state
+
+    def close(self) -> None:
+        self._serving.__exit__(None, None, None)
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def spark_victims() -> tuple[SparkVictim, SparkVictim, SparkVictim]:
+    """A Spark victim, its twin and its clone, on a server of their own (`victim.server`)."""
+    return SparkServer().victims
 
 
 def close_all(victims: tuple[Victim, ...]) -> None:

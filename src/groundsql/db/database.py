@@ -44,10 +44,11 @@ if TYPE_CHECKING:
 log = logging.getLogger("groundsql")
 
 # SQLAlchemy backend name -> sqlglot dialect name.
-_DIALECTS = {"sqlite": "sqlite", "postgresql": "postgres", "duckdb": "duckdb", "mysql": "mysql", "mariadb": "mysql"}
+_DIALECTS = {"sqlite": "sqlite", "postgresql": "postgres", "duckdb": "duckdb", "mysql": "mysql", "mariadb": "mysql",
+             "hive": "spark"}
 # SQLAlchemy backend name -> the driver package groundsql installs for it, and its extra.
 _DRIVERS = {"postgresql": ("psycopg", "postgres"), "mysql": ("pymysql", "mysql"), "mariadb": ("pymysql", "mysql"),
-            "duckdb": ("duckdb", "duckdb")}
+            "duckdb": ("duckdb", "duckdb"), "hive": ("pyhive", "spark")}
 
 
 @dataclass(frozen=True)
@@ -164,6 +165,8 @@ class Database:
             conninfo = self.url.set(drivername="postgresql").render_as_string(hide_password=False)
             spec = {"backend": self.backend, "conninfo": conninfo,
                     "work_mem_mb": config.work_mem_mb, "temp_file_limit_mb": config.temp_file_limit_mb}
+        elif self.backend == "hive":
+            spec = {"backend": self.backend, **self._spark_spec()}
         else:
             spec = {"backend": self.backend, **self._mysql_spec()}
         spec["key"] = hashlib.sha256(repr(sorted(spec.items())).encode()).hexdigest()
@@ -175,6 +178,13 @@ class Database:
             raise ConfigError(f"name the database in the URL: {self.backend}://user@host/mydb")
         return {"host": url.host or "localhost", "port": url.port or 3306, "user": url.username or "",
                 "password": url.password or "", "database": url.database, "unix_socket": url.query.get("unix_socket")}
+
+    def _spark_spec(self) -> dict[str, Any]:
+        url = self.url
+        if not url.database:
+            raise ConfigError("name the Spark database in the URL: hive://host:10000/mydb")
+        return {"host": url.host or "localhost", "port": url.port or 10000, "user": url.username or "",
+                "database": url.database}
 
     def _file_path(self) -> Path:
         database = self.url.database
@@ -229,7 +239,7 @@ class Database:
 
             path = self._path
             return sa.create_engine("sqlite://", creator=lambda: connect_read_only(path), poolclass=sa.NullPool)
-        if self.backend in _DRIVERS and self.backend != "duckdb":
+        if self.backend in _DRIVERS and self.backend not in ("duckdb", "hive"):
             driver, extra = _DRIVERS[self.backend]
             url = self.url
             if url.drivername == self.backend:
@@ -281,7 +291,7 @@ def _sqlalchemy_dialect(backend: str) -> sa.engine.Dialect:
         from sqlalchemy.dialects import sqlite
 
         return sqlite.dialect()
-    if backend in ("mysql", "mariadb"):
+    if backend in ("mysql", "mariadb", "hive"):  # Spark quotes with backticks, as MySQL does
         from sqlalchemy.dialects import mysql
 
         return mysql.dialect()

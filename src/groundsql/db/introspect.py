@@ -6,6 +6,7 @@ imports this module and not the other way round.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -68,6 +69,8 @@ def read_catalog(db: Introspectable, user_functions_sql: str | None) -> Catalog:
                 "SELECT table_name, column_name FROM duckdb_columns() "
                 "WHERE NOT internal AND schema_name = current_schema()", max_rows=1_000_000,
             ).rows
+        elif db.backend == "hive":
+            rows = tuple((entry.name, column[0]) for entry in _spark_catalog(db, keys=False) for column in entry.columns)
         else:
             inspector = sa.inspect(db.engine)
             names = list(inspector.get_table_names()) + list(inspector.get_view_names())
@@ -96,7 +99,7 @@ class _CatalogTable:
 
 def introspect(db: Introspectable) -> Schema:
     try:
-        catalog = _duckdb_catalog(db) if db.backend == "duckdb" else _sqlalchemy_catalog(db)
+        catalog = {"duckdb": _duckdb_catalog, "hive": _spark_catalog}.get(db.backend, _sqlalchemy_catalog)(db)
     except (SQLAlchemyError, GroundsqlError) as err:
         raise DatabaseError(f"could not read the schema of {db!r}: {err}") from err
     tables = tuple(_table(db, entry) for entry in sorted(catalog, key=lambda t: t.name))
@@ -156,6 +159,32 @@ def _duckdb_catalog(db: Introspectable) -> list[_CatalogTable]:
         _CatalogTable(name, tuple(cols), primary.get(name, frozenset()), tuple(foreign.get(name, ())))
         for name, cols in columns.items()
     ]
+
+
+def _spark_catalog(db: Introspectable, keys: bool = True) -> list[_CatalogTable]:
+    # Spark's catalog holds no keys: a copy made by `groundsql spark load` keeps them as table
+    # properties (db/sparkserver.py); a table without them has none.
+    database = db.quote(db.url.database or "default")
+    catalog = []
+    for row in db.execute(f"SHOW TABLES IN {database}", max_rows=100_000).rows:
+        name, temporary = str(row[1]), bool(row[2]) if len(row) > 2 else False
+        if temporary:
+            continue
+        qualified = f"{database}.{db.quote(name)}"
+        columns = []
+        for column, dtype, comment in db.execute(f"DESCRIBE TABLE {qualified}", max_rows=100_000).rows:
+            if not column or str(column).startswith("#"):
+                break  # partition and detail sections follow a blank line
+            columns.append((str(column), str(dtype), True, str(comment or "")))
+        primary: frozenset[str] = frozenset()
+        foreign: tuple[ForeignKey, ...] = ()
+        if keys:
+            properties = dict(db.execute(f"SHOW TBLPROPERTIES {qualified}", max_rows=10_000).rows)
+            primary = frozenset(json.loads(properties.get("groundsql.primary_key", "[]")))
+            foreign = tuple(ForeignKey(tuple(fk["columns"]), fk["table"], tuple(fk["ref_columns"]))
+                            for fk in json.loads(properties.get("groundsql.foreign_keys", "[]")))
+        catalog.append(_CatalogTable(name, tuple(columns), primary, foreign))
+    return catalog
 
 
 def _table(db: Introspectable, entry: _CatalogTable) -> Table:

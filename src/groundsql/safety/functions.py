@@ -95,6 +95,24 @@ _DIALECT_EXTRA = {
         json_contains_path json_type json_valid json_object json_array json_search json_value
         json_query json_depth
     """,
+    # Spark SQL (and Databricks SQL, largely the same). Not listed, so refused: reflect,
+    # java_method and try_reflect (they call Java methods), input_file_name and its kin (the
+    # server's file paths), and anything a session registers (CREATE FUNCTION is never sent).
+    "spark": """
+        date_format date_add date_sub datediff months_between add_months last_day next_day
+        trunc date_trunc to_date to_timestamp unix_timestamp from_unixtime current_date
+        current_timestamp now make_date date_part year month day dayofmonth dayofweek
+        dayofyear weekofyear weekday quarter hour minute second timestampadd timestampdiff
+        date_diff dateadd try_to_timestamp instr locate lcase ucase substring_index
+        regexp_extract regexp_like regexp_substr regexp_count rlike split split_part
+        format_number format_string nvl nvl2 if isnull isnotnull nanvl try_divide
+        try_add try_subtract try_multiply collect_list collect_set approx_count_distinct
+        percentile percentile_approx median first last any_value count_if max_by min_by std
+        bround log1p expm1 hypot pmod rint signum size array_contains element_at array
+        sort_array array_join array_distinct explode posexplode struct named_struct map
+        coalesce hex unhex sha1 sha2 crc32 hash base64 unbase64 bit_length char_length
+        elt repeat space startswith endswith contains btrim len
+    """,
 }
 
 # Allocate their whole result at once, which a time limit cannot interrupt (SQLite's

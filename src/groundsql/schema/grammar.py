@@ -52,10 +52,13 @@ class SqlGrammar:
     resolved: int  # key columns whose literals are the resolved values
 
 
-def sql_grammar(schema: Schema, resolved: Mapping[str, Sequence[Any]] | None = None) -> SqlGrammar:
+def sql_grammar(schema: Schema, resolved: Mapping[str, Sequence[Any]] | None = None,
+                fixed_aliases: bool = False) -> SqlGrammar:
     """The grammar of the queries a model may write over `schema`. `resolved` maps a key
     column's name to the values lookup resolved for it: compared with a literal, that column
-    admits only those."""
+    admits only those. `fixed_aliases`: the schema's first nine tables are T1..T9 in its
+    order (`fixed_alias_note` tells the model so), each bound to its table like initials; no
+    other T-alias is admitted."""
     dialect = schema.dialect
     pinned = {name.lower(): list(values) for name, values in (resolved or {}).items()
               if values and any(t.column(name) is not None for t in schema.tables)}
@@ -66,11 +69,16 @@ def sql_grammar(schema: Schema, resolved: Mapping[str, Sequence[Any]] | None = N
     columns: list[str] = []  # the forms of a column that is not pinned
     pinned_forms: dict[str, list[str]] = {name: [] for name in pinned}
     spelled: dict[str, str] = {}  # lower-case column name -> its spellings
+    t_alias = "" if fixed_aliases else "TALIAS"
     for i, table in enumerate(schema.tables):
-        aliases = " | ".join(f'"{a}"' for a in _initials(table, schema.tables))
+        names = [f'"{a}"' for a in _initials(table, schema.tables)]
+        if fixed_aliases and i < 9:
+            names.append(f'"T{i + 1}" | "t{i + 1}"')
+        aliases = " | ".join(names)
         rules.append(f"TN{i}: {' | '.join(_spellings(table.name, dialect))}")
         rules.append(f"tq{i}: TN{i}" + (f" | {aliases}" if aliases else ""))
-        table_refs.append(f'TN{i} ("AS"i? ({aliases + " | " if aliases else ""}TALIAS))?')
+        bound = " | ".join(n for n in (aliases, t_alias) if n)
+        table_refs.append(f'TN{i} ("AS"i? ({bound}))?' if bound else f"TN{i}")
         plain = [s for c in table.columns if c.name.lower() not in pinned for s in _spellings(c.name, dialect)]
         if plain:
             rules.append(f"TC{i}: {' | '.join(plain)}")
@@ -80,16 +88,17 @@ def sql_grammar(schema: Schema, resolved: Mapping[str, Sequence[Any]] | None = N
             if column.name.lower() in pinned:
                 pinned_forms[column.name.lower()].append(f"tq{i}")
     rules.append("table_ref: " + " | ".join(table_refs))
-    rules.append("qualified_star: (" + " | ".join(f"tq{i}" for i in range(len(schema.tables))) + ' | TALIAS) "." "*"')
+    rules.append("qualified_star: (" + " | ".join([*(f"tq{i}" for i in range(len(schema.tables))), *[t_alias] * bool(t_alias)])
+                 + ') "." "*"')
     plain_names = [forms for name, forms in spelled.items() if name not in pinned]
     if plain_names:
         rules.append(f"ANY: {' | '.join(plain_names)}")
-        columns += ["ANY", 'TALIAS "." ANY']
+        columns += ["ANY", *['TALIAS "." ANY'] * bool(t_alias)]
     rules.append("column: " + " | ".join(columns))
     if pinned:
         for j, (name, values) in enumerate(pinned.items()):
             rules.append(f"PIN{j}: {spelled[name]}")
-            qualifiers = " | ".join([*pinned_forms[name], "TALIAS"])
+            qualifiers = " | ".join([*pinned_forms[name], *[t_alias] * bool(t_alias)])
             rules.append(f'pin{j}: PIN{j} | ({qualifiers}) "." PIN{j}')
             rules.append(f"PV{j}: {' | '.join(_literal(v) for v in values)}")
         refs = range(len(pinned))
@@ -153,6 +162,12 @@ TYPE: /[A-Za-z][A-Za-z ]*(\([0-9]+(, *[0-9]+)?\))?/
 WORD: /[A-Za-z]+/
 ALIAS: /[A-Za-z_][A-Za-z0-9_]*/
 """
+
+
+def fixed_alias_note(schema: Schema) -> str:
+    """What the model is told of the aliases a grammar with `fixed_aliases` admits."""
+    pairs = ", ".join(f"{t.name} AS T{i + 1}" for i, t in enumerate(schema.tables[:9]))
+    return f"If you alias tables as T1, T2, ..., each table has its own: {pairs}."
 
 
 def grammar_problem(text: str) -> str | None:

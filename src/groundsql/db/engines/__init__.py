@@ -42,9 +42,16 @@ def _mysql() -> Engine:
     return MySQLEngine()
 
 
+def _spark() -> Engine:
+    from groundsql.db.engines.spark import SparkEngine
+
+    return SparkEngine()
+
+
 # SQLAlchemy backend name -> engine factory.
 ENGINES: dict[str, Callable[[], Engine]] = {
     "sqlite": _sqlite, "duckdb": _duckdb, "postgresql": _postgres, "mysql": _mysql, "mariadb": _mysql,
+    "hive": _spark,
 }
 
 

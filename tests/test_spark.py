@@ -1,0 +1,193 @@
+"""Apache Spark SQL (issue 37): a copy of the demo database on the narrowed Thrift server that
+`groundsql spark serve` starts (tests/conftest.py's spark_url, started once per session), the
+engine's own wall, and the validator's Spark dialect."""
+
+from __future__ import annotations
+
+import json
+import time
+from types import SimpleNamespace
+
+import pytest
+import sqlglot
+
+from groundsql.api import demo_database_url
+from groundsql.db import Database
+from groundsql.db.engines.spark import SparkEngine, SparkRefused, check_statement
+from groundsql.db.sparkserver import NARROWING, QUERY_TIMEOUT_SETTING, spark_type
+from groundsql.errors import DatabaseError, QueryTimeoutError, UnsafeSQLError
+from groundsql.safety.validator import validate_sql
+from tests.conftest import REPO
+
+pytest.importorskip("pyhive")
+
+# Statements that write, change the session or reach the JVM, files or the network.
+NOT_QUERIES = [
+    "INSERT INTO company SELECT * FROM company",
+    "FROM company INSERT INTO company SELECT *",
+    "WITH a AS (SELECT * FROM company) INSERT INTO company SELECT * FROM a",
+    "CACHE TABLE company",
+    "SET spark.sql.runSQLOnFiles=true",
+    "ADD JAR /tmp/evil.jar",
+    "CREATE FUNCTION f AS 'org.example.Evil'",
+    "CREATE TEMPORARY VIEW v AS SELECT 1",
+    "REFRESH TABLE company",
+    "MSCK REPAIR TABLE company",
+    "ANALYZE TABLE company COMPUTE STATISTICS",
+    "LOAD DATA LOCAL INPATH '/etc/passwd' INTO TABLE company",
+    "SELECT TRANSFORM(company_id) USING 'cat' AS (x) FROM company",
+    "DROP TABLE company",
+    "SELECT 1; DROP TABLE company",
+    "UNCACHE TABLE company",
+    "RESET",
+]
+# Rows the engine does not read from a table (the validator refuses range() as a function
+# it does not list, and lets explode() make its two rows).
+MADE_ROWS = ["SELECT COUNT(*) FROM range(10000000000)", "SELECT * FROM explode(array(1, 2))"]
+
+
+@pytest.mark.parametrize("sql", NOT_QUERIES + MADE_ROWS)
+def test_the_engine_refuses_anything_but_a_query_before_it_is_sent(sql) -> None:
+    with pytest.raises(SparkRefused):
+        check_statement(sql)
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT 1", "SELECT a FROM t UNION SELECT b FROM u", "WITH a AS (SELECT 1 AS x) SELECT x FROM a",
+    "SHOW TABLES IN `demo`", "DESCRIBE TABLE `demo`.`company`", "SHOW TBLPROPERTIES `demo`.`company`",
+])
+def test_the_engine_sends_queries_and_catalog_reads(sql) -> None:
+    check_statement(sql)
+
+
+@pytest.mark.parametrize("sql", [
+    *NOT_QUERIES,
+    "SELECT reflect('java.lang.System', 'exit', 0)",
+    "SELECT java_method('java.lang.Runtime', 'getRuntime')",
+    "SELECT try_reflect('java.lang.System', 'exit', 0)",
+    "SELECT input_file_name() FROM company",
+    "SELECT * FROM text.`/etc/passwd`",
+    "SELECT * FROM parquet.`/tmp`",
+])
+def test_the_validator_refuses_them_in_sparks_dialect_too(sql) -> None:
+    with pytest.raises(UnsafeSQLError):
+        validate_sql(sql, "spark", catalog=_DEMO.catalog())
+
+
+def test_a_server_without_the_narrowing_settings_is_refused_in_one_sentence(monkeypatch) -> None:
+    from pyhive import hive
+
+    settings = {key: value for key, (value, _) in NARROWING.items()}
+    settings[QUERY_TIMEOUT_SETTING] = "60s"
+    settings["spark.sql.restrictedMode.enabled"] = "false"
+
+    class Cursor:
+        def execute(self, sql):
+            self.key = sql.split()[1]
+
+        def fetchall(self):
+            return [(self.key, settings.get(self.key, "<undefined>"))]
+
+    closed = []
+    connection = SimpleNamespace(cursor=Cursor, close=lambda: closed.append(True))
+    monkeypatch.setattr(hive, "connect", lambda **_: connection)
+    spec = {"host": "spark.example", "port": 10000, "user": "", "database": "demo"}
+    with pytest.raises(SparkRefused, match="spark.sql.restrictedMode.enabled is false .*groundsql spark serve"):
+        SparkEngine().connect(spec)
+    assert closed
+    settings["spark.sql.restrictedMode.enabled"] = "true"
+    del settings[QUERY_TIMEOUT_SETTING]
+    with pytest.raises(SparkRefused, match="queryTimeout is not set"):
+        SparkEngine().connect(spec)
+
+
+@pytest.mark.parametrize("declared, kinds, expected", [
+    ("INTEGER", {"int"}, "BIGINT"), ("INTEGER", {"int", "float"}, "DOUBLE"), ("REAL", {"float"}, "DOUBLE"),
+    ("INTEGER", {"int", "str"}, "STRING"),  # SQLite keeps text in an INTEGER column: kept as text
+    ("TEXT", {"int"}, "STRING"), ("VARCHAR(20)", {"str"}, "STRING"), ("numeric(10,2)", set(), "DOUBLE"),
+    ("DATE", {"date"}, "DATE"), ("DATE", {"date", "str"}, "STRING"), ("datetime", {"timestamp", "date"}, "TIMESTAMP"),
+    ("BOOLEAN", {"bool"}, "BOOLEAN"), ("", {"int"}, "BIGINT"), ("", set(), "STRING"),
+])
+def test_a_columns_spark_type_follows_its_values(declared, kinds, expected) -> None:
+    assert spark_type(declared, kinds) == expected
+
+
+# -- on the server ----------------------------------------------------------------------------
+
+_DEMO = Database(demo_database_url())
+
+
+def test_the_copy_keeps_tables_columns_keys_and_row_counts(spark_url) -> None:
+    with Database(spark_url) as spark:
+        copy = spark.introspect()
+    original = _DEMO.introspect()
+    assert copy.dialect == "spark"
+    assert [t.name for t in copy.tables] == [t.name for t in original.tables]
+    for mine, theirs in zip(copy.tables, original.tables):
+        assert [c.name for c in mine.columns] == [c.name for c in theirs.columns]
+        assert mine.foreign_keys == theirs.foreign_keys
+        assert {c.name for c in mine.columns if c.primary_key} == {c.name for c in theirs.columns if c.primary_key}
+        assert mine.row_count == theirs.row_count
+
+
+def test_the_demos_gold_queries_give_sqlites_results(spark_url) -> None:
+    gold = [json.loads(line)["gold_sql"] for line in (REPO / "src/groundsql/demo/eval.jsonl").open()][:25]
+    differ = []
+    with Database(spark_url) as spark:
+        for sql in gold:
+            expected = _DEMO.execute(sql, max_rows=10_000).rows
+            got = spark.execute(sqlglot.transpile(sql, read="sqlite", write="spark")[0], max_rows=10_000).rows
+            if sorted(map(_rounded, got)) != sorted(map(_rounded, expected)):
+                differ.append(sql)
+    assert not differ, differ[:3]
+
+
+def test_the_engine_alone_refuses_a_write_and_nothing_changes(spark_url) -> None:
+    with Database(spark_url) as spark:
+        before = spark.execute("SELECT COUNT(*) FROM company").rows
+        for sql in NOT_QUERIES:
+            with pytest.raises(DatabaseError):
+                spark.execute(sql)
+        assert spark.execute("SELECT COUNT(*) FROM company").rows == before
+
+
+def test_the_server_refuses_what_reaches_the_jvm_or_files_even_sent_directly(spark_url) -> None:
+    # Past groundsql's walls (a client of its own): restricted mode and no SQL on files.
+    from pyhive import hive
+
+    url = Database(spark_url).url
+    with hive.connect(host=url.host, port=url.port, username="attacker", database="demo") as conn:
+        cursor = conn.cursor()
+        for sql in ["SELECT reflect('java.lang.System', 'exit', 0)",
+                    "SELECT TRANSFORM(company_id) USING 'cat' AS (x) FROM company",
+                    "SELECT * FROM text.`/etc/passwd`",
+                    "INSERT INTO company SELECT * FROM company"]:
+            with pytest.raises(Exception):
+                cursor.execute(sql)
+        cursor.execute("SELECT COUNT(*) FROM company")
+        assert cursor.fetchall() == [(114,)]
+
+
+def test_a_slow_query_is_cancelled_at_the_time_limit(spark_url) -> None:
+    with Database(spark_url) as spark:
+        start = time.monotonic()
+        with pytest.raises(QueryTimeoutError):
+            spark.execute("SELECT COUNT(*) FROM price_daily AS a CROSS JOIN price_daily AS b "
+                          "CROSS JOIN company AS c", timeout_s=3)
+        assert time.monotonic() - start < 30
+        assert spark.execute("SELECT COUNT(*) FROM company").rows == ((114,),)  # the server goes on
+
+
+def test_rows_stop_at_the_cap(spark_url) -> None:
+    with Database(spark_url) as spark:
+        result = spark.execute("SELECT company_name FROM company", max_rows=5)
+    assert len(result.rows) == 5 and result.truncated
+
+
+def test_a_server_that_is_down_is_one_sentence() -> None:
+    with pytest.raises(DatabaseError, match="could not open"):
+        Database("hive://127.0.0.1:9/demo").execute("SELECT 1")
+
+
+def _rounded(row: tuple) -> tuple:
+    return tuple(round(v, 6) if isinstance(v, float) else str(v) if v is not None else None for v in row)
