@@ -123,12 +123,11 @@ def spark_copies(sources: list[tuple[str, str]]) -> Iterator[tuple[int, Path]]:
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]
-        process = serve(folder, port=port, user="nobody" if os.geteuid() == 0 else None)
+        server = serve(folder, port=port, user="nobody" if os.geteuid() == 0 else None)
         try:
             yield port, folder
         finally:
-            process.terminate()
-            process.wait(timeout=60)
+            server.stop()
     finally:
         for path in [folder, *folder.rglob("*")]:
             path.chmod(0o755)

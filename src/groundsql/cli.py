@@ -555,13 +555,14 @@ def spark_serve(
     from groundsql.db.sparkserver import serve as start
 
     with err.status("Starting the Spark Thrift server…"):
-        process = start(Path(folder), host=host, port=port, user=user, query_timeout_s=query_timeout, memory=memory)
+        server = start(Path(folder), host=host, port=port, user=user, query_timeout_s=query_timeout, memory=memory)
     show(err, f"groundsql: Spark SQL on hive://{host}:{port}/DATABASE (one database per copy in {folder})")
     try:
-        process.wait()
+        server.wait()
     except KeyboardInterrupt:
-        process.terminate()
-        process.wait()
+        pass
+    finally:
+        server.stop()
 
 
 ConfigOption = Annotated[

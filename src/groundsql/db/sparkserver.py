@@ -148,10 +148,29 @@ def _copy(spark: Any, source_url: str, folder: Path, name: str | None) -> Path:
     return target
 
 
+class Server:
+    """A running Thrift server: its process and its scratch folder (log, Spark's temporary files)."""
+
+    def __init__(self, process: subprocess.Popen[bytes], scratch: Path) -> None:
+        self.process, self.scratch = process, scratch
+
+    def wait(self) -> None:
+        self.process.wait()
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+
 def serve(folder: Path, *, host: str = "127.0.0.1", port: int = PORT, query_timeout_s: int = 60,
-          memory: str = "2g", user: str | None = None) -> subprocess.Popen[bytes]:
+          memory: str = "2g", user: str | None = None) -> Server:
     """Start the narrowed Thrift server over every copy in `folder`, as `user` (by default the
-    current one), and return its process once it accepts connections."""
+    current one); it is returned once it accepts connections."""
     folder = Path(folder).resolve()
     copies = sorted(p.parent for p in folder.glob(f"*/{MANIFEST}"))
     if not copies:
@@ -189,6 +208,7 @@ def serve(folder: Path, *, host: str = "127.0.0.1", port: int = PORT, query_time
     while time.monotonic() < deadline:
         if process.poll() is not None:
             tail = (scratch / "server.log").read_text(errors="replace").strip().splitlines()[-5:]
+            shutil.rmtree(scratch, ignore_errors=True)
             raise ConfigError("the Spark Thrift server stopped as it started: " + " / ".join(tail))
         try:
             socket.create_connection((host, port), timeout=1).close()
@@ -203,9 +223,10 @@ def serve(folder: Path, *, host: str = "127.0.0.1", port: int = PORT, query_time
             for copy in copies:
                 for statement in _registration(json.loads((copy / MANIFEST).read_text()), copy):
                     cursor.execute(statement)
-        return process
+        return Server(process, scratch)
     process.terminate()
-    raise ConfigError(f"the Spark Thrift server did not listen on {host}:{port} within 180 s (log: {scratch / 'server.log'})")
+    raise ConfigError(f"the Spark Thrift server did not listen on {host}:{port} within 180 s "
+                      f"(its log: {scratch / 'server.log'})")
 
 
 def spark_home() -> Path:
