@@ -103,7 +103,7 @@ def load(source_url: str, folder: Path, name: str | None = None) -> Path:
 
 def load_many(sources: list[tuple[str, str | None]], folder: Path) -> list[Path]:
     """`load` for several databases (URL, name or None for the source's), with one Spark."""
-    spark = _session(master="local[2]")
+    spark = _session()
     try:
         return [_copy(spark, url, Path(folder), name) for url, name in sources]
     finally:
@@ -198,10 +198,10 @@ def serve(folder: Path, *, host: str = "127.0.0.1", port: int = PORT, query_time
                "spark-internal"]
     if user:
         shutil.chown(scratch, user)
-    log = (scratch / "server.log").open("wb")
     try:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, user=user, cwd=scratch,
-                                   env={**os.environ, "SPARK_HOME": str(home), "HOME": str(scratch)})
+        with (scratch / "server.log").open("wb") as log:  # the child keeps its own handle
+            process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, user=user, cwd=scratch,
+                                       env={**os.environ, "SPARK_HOME": str(home), "HOME": str(scratch)})
     except (OSError, KeyError) as err:  # KeyError: no such user
         raise ConfigError(f"cannot start the Spark Thrift server{' as ' + user if user else ''}: {err}") from None
     deadline = time.monotonic() + 180
@@ -239,28 +239,25 @@ def spark_home() -> Path:
     return Path(pyspark.__file__).parent
 
 
-def _session(master: str, settings: dict[str, str] | None = None) -> Any:
+def _session() -> Any:
     spark_home()  # says what to install when pyspark is missing
     from pyspark.sql import SparkSession
 
-    builder = SparkSession.builder.master(master).appName("groundsql").config("spark.ui.enabled", "false")
-    for key, value in (settings or {}).items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    spark = SparkSession.builder.master("local[2]").appName("groundsql").config("spark.ui.enabled", "false").getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
 
 def _registration(manifest: dict[str, Any], copy: Path) -> list[str]:
-    database = manifest["database"]
-    statements = [f"CREATE DATABASE IF NOT EXISTS `{database}`"]
+    database = _name(manifest["database"])
+    statements = [f"CREATE DATABASE IF NOT EXISTS {database}"]
     for table in manifest["tables"]:
-        columns = ", ".join(f"`{c['name']}` {c['type']}" + (f" COMMENT {_string(c['comment'])}" if c.get("comment") else "")
+        columns = ", ".join(f"{_name(c['name'])} {c['type']}" + (f" COMMENT {_string(c['comment'])}" if c.get("comment") else "")
                             for c in table["columns"])
         properties = {"groundsql.primary_key": json.dumps(table["primary_key"]),
                       "groundsql.foreign_keys": json.dumps(table["foreign_keys"])}
         statements.append(
-            f"CREATE TABLE IF NOT EXISTS `{database}`.`{table['name']}` ({columns}) USING parquet "
+            f"CREATE TABLE IF NOT EXISTS {database}.{_name(table['name'])} ({columns}) USING parquet "
             f"LOCATION {_string(str(copy / table['name']))} "
             f"TBLPROPERTIES ({', '.join(f'{_string(k)} = {_string(v)}' for k, v in properties.items())})")
     return statements
@@ -294,6 +291,10 @@ def _csv_value(value: Any) -> Any:
     if isinstance(value, bytes):
         return value.hex()
     return value
+
+
+def _name(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
 
 
 def _string(text: str) -> str:

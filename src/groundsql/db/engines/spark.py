@@ -4,9 +4,8 @@ Spark has no read-only mode and no accounts to narrow, so this engine is a wall 
 behind the validator: a statement runs only if Spark's dialect parses it as one query (SELECT,
 a set operation, a WITH whose body is a query) with no TRANSFORM script and no function in
 FROM (range(), explode()), or as the catalog reads introspection needs (SHOW TABLES, DESCRIBE
-TABLE, SHOW TBLPROPERTIES). SET, CACHE,
-ADD JAR, INSERT, `FROM t INSERT ...` and every other statement are refused before they are
-sent. The server must be the narrowed one `groundsql spark serve` starts (db/sparkserver.py):
+TABLE, SHOW TBLPROPERTIES). SET, CACHE, ADD JAR, INSERT, `FROM t INSERT ...` and every other
+statement are refused before they are sent. The server must be the narrowed one `groundsql spark serve` starts (db/sparkserver.py):
 each connection reads back its settings and is refused, with the one that is missing, when
 they are not there. A query runs asynchronously and is polled: at the time limit it is
 cancelled on the server (which interrupts its tasks), and the server's own query timeout
