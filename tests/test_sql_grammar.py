@@ -209,21 +209,6 @@ def test_a_constrained_request_carries_the_grammar_and_the_grounds_say_so() -> N
     assert constraint["applied"] and constraint["tables"] == 4 and constraint["build_ms"] >= 0
 
 
-def test_fixed_aliases_bind_each_t_alias_to_its_table_and_the_prompt_says_which() -> None:
-    from tests.test_llm import Scripted
-
-    llm = Scripted("```sql\nSELECT count(*) FROM singer AS T2\n```")
-    llm.grammars = True
-    answer = _ask(llm, fixed_aliases=True)
-    assert answer.ok and answer.grounds["constraint"]["fixed_aliases"]
-    (request,) = llm.requests
-    assert request.messages[-1].content.endswith(
-        "each table has its own: concert AS T1, singer AS T2, singer_in_concert AS T3, stadium AS T4.")
-    assert admits(request.grammar, "SELECT T2.Name FROM singer AS T2 JOIN concert AS T1 ON T1.Stadium_ID = T1.Year")
-    assert not admits(request.grammar, "SELECT T1.Name FROM singer AS T1")  # singer is T2
-    assert not admits(request.grammar, "SELECT T2.concert_Name FROM concert AS T1")
-
-
 def test_an_answer_the_runtime_wrote_without_its_grammar_is_said_in_the_grounds() -> None:
     # xllamacpp lets a grammar go when llguidance hits a limit mid-answer ("Too many items
     # (limit 50000; mask) ... stopping"): what came back is checked against the grammar.

@@ -125,9 +125,6 @@ class GenerationConfig(_Frozen):
     # Free SQL is decoded under a grammar of the schema the prompt shows (schema/grammar.py):
     # the model cannot name a table or column that does not exist.
     constrain: bool = False
-    # Under the grammar, T1..T9 are the schema's tables in the prompt's order (the prompt says
-    # so), so that T1.x names a column of T1's table: measured in BENCHMARKS.md, off by default.
-    fixed_aliases: bool = False
 
 
 class FewShotConfig(_Frozen):
@@ -179,11 +176,11 @@ class CompiledConfig(_Frozen):
 
 class CompressionConfig(_Frozen):
     """Schema compression (IESR 3.1, schema/compress.py): which tables and columns a question
-    keeps, by MinHash LSH on names and values and by embedding similarity."""
+    keeps, by shared 3-grams of names and values and by embedding similarity."""
 
-    # Read when the index is built: LSH finds candidates loosely, rapidfuzz confirms them.
-    lsh_threshold: float = Field(0.3, gt=0.0, le=1.0)
-    num_perm: int = Field(64, ge=16, le=512)
+    # Read per question: 3-grams find candidates loosely (this share of them in common),
+    # rapidfuzz confirms them.
+    trigram_threshold: float = Field(0.3, gt=0.0, le=1.0)
     values_per_column: int = Field(1000, ge=0)  # distinct text values indexed per column
     # Read per question.
     match_threshold: float = Field(0.85, gt=0.0, le=1.0)  # rapidfuzz ratio a match needs

@@ -26,7 +26,6 @@ _SHORT_KEYS = {
     "reflection": "generation.reflection_retries",
     "repair": "generation.repair",
     "constrain": "generation.constrain",
-    "fixed_aliases": "generation.fixed_aliases",
     "model": "llm.model",
     "max_tokens": "llm.max_tokens",
 }

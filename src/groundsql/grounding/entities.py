@@ -2,10 +2,10 @@
 
 FLINT (3.3) resolves "Apple" to a company ID before generation, so the model never guesses a
 key or spells a name the data spells otherwise ("Albion Technologies" is stored as "Albion
-Technologies Limited"). Every name of every entity table is indexed by MinHash LSH over
-character 3-grams (datasketch), which finds candidate names for each word span of the question
-in constant time however many names there are; rapidfuzz then scores the candidates, and a
-span links when its score passes the threshold. The confidence is that score.
+Technologies Limited"). Every name of every entity table is indexed by its character 3-grams
+(grounding/trigrams.py), which finds candidate names for each word span of the question in
+milliseconds among a million names; rapidfuzz then scores the candidates, and a span links when
+its score passes the threshold. The confidence is that score.
 
 A capitalised span that links to nothing and is no known word of the domain (a reference
 label, a table or column name) is reported as unresolved, with the closest name: the grounded
@@ -18,10 +18,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from datasketch import MinHash, MinHashLSH
-from rapidfuzz import fuzz, process
+from rapidfuzz import fuzz
+from sqlglot import exp
 
 from groundsql.db import Database
+from groundsql.grounding.trigrams import TrigramIndex
 from groundsql.packs.model import EntityTable
 
 __all__ = ["EntityIndex", "EntityMatch", "Unresolved", "names_a_value", "normalize_name"]
@@ -45,6 +46,11 @@ what which who whom whose when where why how list show give find name count tell
 do does did the a an in on of for by to from with and or per each all any total average between
 during since before after than top bottom highest lowest most least please i me my our we
 """.split())
+
+# A span's candidate names: those sharing this 3-gram similarity with it, the most similar first
+# (rapidfuzz scores them; a match needs the entity threshold, far above this).
+_CANDIDATE_SIMILARITY = 0.3
+_CANDIDATES = 64
 
 _NATIONALITIES = frozenset("french dutch greek swiss thai welsh danish irish scottish czech".split())
 _PUNCTUATION = " '\"`.,;:!?()[]"
@@ -123,36 +129,52 @@ def normalize_name(name: str) -> str:
     return text
 
 
-def shingles(text: str) -> set[bytes]:
-    padded = f"  {text} "
-    return {padded[i:i + 3].encode() for i in range(len(padded) - 2)}
+_CHUNK = 50_000  # rows a read of names asks for: well under the result byte cap
+
+
+def _name_rows(db: Database, entity: EntityTable, max_names: int) -> list[tuple]:
+    """The key and name columns of every row, read in chunks of keys in ascending order (one
+    read of a million names would pass the row and byte caps every query has)."""
+    key = db.quote(entity.key)
+    select = f"SELECT {key}, {', '.join(db.quote(c) for c in entity.names)} FROM {db.quote(entity.table)}"
+    rows: list[tuple] = []
+    while len(rows) < max_names:
+        after = "" if not rows else f" WHERE {key} > {exp.convert(rows[-1][0]).sql(db.dialect)}"
+        chunk = db.execute(f"{select}{after} ORDER BY {key} LIMIT {_CHUNK}", max_rows=_CHUNK).rows
+        rows += chunk
+        if len(chunk) < _CHUNK or rows[-1][0] is None:
+            break
+    return rows[:max_names]
 
 
 class EntityIndex:
     """The names of a pack's entity tables, indexed for linking."""
 
     def __init__(self, names: Sequence[_Name], known_words: Sequence[str] = (),
-                 threshold: float = 0.85, num_perm: int = 64) -> None:
+                 threshold: float = 0.85, truncated: Sequence[str] = ()) -> None:
         self.names = tuple(names)
         self.threshold = threshold
+        self.truncated = tuple(truncated)  # entity tables with more names than were read
         self.known = {normalize_name(w) for w in known_words if str(w).strip()} | _CALENDAR
         self._known_parts = {part for phrase in self.known for part in phrase.split()}
-        self._num_perm = num_perm
-        self._lsh = MinHashLSH(threshold=0.3, num_perm=num_perm)
+        self._trigrams = TrigramIndex([n.plain for n in self.names])
+        self._exact: dict[str, list[int]] = {}
         for i, entry in enumerate(self.names):
-            self._lsh.insert(str(i), self._minhash(entry.plain))
-        self._plain = {i: n.plain for i, n in enumerate(self.names)}
+            self._exact.setdefault(entry.plain, []).append(i)
         self._by_word: dict[str, set[int]] | None = None  # word -> names with it, built when first asked
 
     @classmethod
     def build(cls, db: Database, entities: Sequence[EntityTable], known_words: Sequence[str] = (),
-              threshold: float = 0.85, max_names: int = 200_000) -> "EntityIndex":
-        """Read every name column of every entity table (plain SELECTs, read-only)."""
+              threshold: float = 0.85, max_names: int = 5_000_000) -> "EntityIndex":
+        """Read every name column of every entity table (plain SELECTs, read-only), up to
+        `max_names` rows a table; the tables cut short are listed in `truncated`."""
         names: list[_Name] = []
+        truncated: list[str] = []
         for entity in entities:
-            columns = ", ".join(db.quote(c) for c in entity.names)
-            sql = f"SELECT {db.quote(entity.key)}, {columns} FROM {db.quote(entity.table)}"
-            for key, *values in db.execute(sql, max_rows=max_names).rows:
+            rows = _name_rows(db, entity, max_names)
+            if len(rows) >= max_names:
+                truncated.append(entity.table)
+            for key, *values in rows:
                 spelled = [(c, str(v)) for c, v in zip(entity.names, values) if v is not None]
                 if len(spelled) > 1:  # first and last name: the full name is a name too
                     spelled.append(("+".join(c for c, _ in spelled), " ".join(v for _, v in spelled)))
@@ -160,7 +182,7 @@ class EntityIndex:
                     plain = normalize_name(name)
                     if plain:
                         names.append(_Name(entity, column, key, name, plain))
-        return cls(names, known_words, threshold)
+        return cls(names, known_words, threshold, truncated)
 
     def containing(self, words: Sequence[str]) -> list[_Name]:
         """The names that have every one of `words` among their own ("Photonics" is in
@@ -200,11 +222,6 @@ class EntityIndex:
         stem = max(4, len(word) - 3)
         return len(word) > stem and any(k.startswith(word[:stem]) for k in self._known_parts)
 
-    def _minhash(self, text: str) -> MinHash:
-        digest = MinHash(num_perm=self._num_perm, seed=1)
-        digest.update_batch(list(shingles(text)))
-        return digest
-
     def _score(self, mention: str, entry: _Name) -> float:
         if len(mention) <= 4 or len(entry.plain) <= 4:  # tickers, codes: exact only
             return 1.0 if mention == entry.plain else 0.0
@@ -214,11 +231,10 @@ class EntityIndex:
         plain = normalize_name(mention)
         if not plain:
             return []
-        found = (self.names[int(i)] for i in self._lsh.query(self._minhash(plain)))
-        scored = [(self._score(plain, entry), entry) for entry in found]
-        seen = {id(e) for s, e in scored if s == 1.0}
-        exact = [e for e in self.names if e.plain == plain and id(e) not in seen]  # short names LSH may miss
-        scored += [(1.0, e) for e in exact]
+        exact = self._exact.get(plain, [])  # short names share too few 3-grams to be found
+        similar = [i for i, _ in self._trigrams.similar(plain, _CANDIDATE_SIMILARITY, _CANDIDATES)]
+        scored = [(1.0, self.names[i]) for i in exact]
+        scored += [(self._score(plain, self.names[i]), self.names[i]) for i in similar if i not in exact]
         return sorted(scored, key=lambda s: (-s[0], s[1].name))
 
     def link(self, question: str, max_words: int = 6) -> tuple[list[EntityMatch], list[Unresolved]]:
@@ -272,8 +288,10 @@ class EntityIndex:
                 continue  # "titles containing 'Hey'": a pattern to search, not a name
             if " " not in plain and self._derived(plain):
                 continue  # "French" singers, "German" companies: a word made from a known one
-            closest = process.extractOne(plain, self._plain, scorer=fuzz.ratio)
-            entry = self.names[closest[2]]
-            unresolved.append(Unresolved(mention, entry.table.kind, entry.name,
-                                         round(closest[1] / 100, 3)))
+            near = self._trigrams.similar(plain, 0.0, _CANDIDATES)
+            scored = sorted(((fuzz.ratio(plain, self.names[i].plain) / 100, self.names[i]) for i, _ in near),
+                            key=lambda s: (-s[0], s[1].name))
+            best = scored[0] if scored else None
+            unresolved.append(Unresolved(mention, best[1].table.kind if best else None,
+                                         best[1].name if best else None, round(best[0], 3) if best else 0.0))
         return unresolved

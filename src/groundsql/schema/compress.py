@@ -9,9 +9,9 @@ before its search. Every column is scored against the question by three kinds of
 - the cosine of the question's embedding to "table.column: description", when an embedder is
   given (it finds "driving mileage in urban conditions" -> Fuel_Consumption_City, which shares
   no word with the question).
-Words and values are found by MinHash LSH over character 3-grams (datasketch) and confirmed by
+Words and values are found by their character 3-grams (grounding/trigrams.py) and confirmed by
 rapidfuzz, as entity linking does (grounding/entities.py): a plural or a misspelling still
-matches, in constant time however many values a database holds.
+matches, in milliseconds however many values a database holds.
 
 A table is kept when its name or one of its columns is salient; the bridge tables that join the
 kept ones are added over the foreign-key graph (schema/linking.py), and every kept table keeps
@@ -28,14 +28,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import networkx as nx
-from datasketch import MinHash, MinHashLSH
 from rapidfuzz import fuzz
 
 from groundsql.config import CompressionConfig
 from groundsql.db import Database
 from groundsql.errors import GroundsqlError
-# The character 3-grams entity linking hashes: shared so both index alike.
-from groundsql.grounding.entities import normalize_name, shingles
+from groundsql.grounding.entities import normalize_name
+from groundsql.grounding.trigrams import TrigramIndex
 from groundsql.retrieval.embeddings import Embedder, cosine
 from groundsql.schema.linking import connect, join_graph
 from groundsql.schema.model import Column, Schema, Table
@@ -122,28 +121,27 @@ class _Posting:
 
 
 class _Fuzzy:
-    """Strings matched approximately: LSH proposes candidates, rapidfuzz's ratio confirms."""
+    """Strings matched approximately: shared 3-grams propose candidates, rapidfuzz's ratio
+    confirms them."""
 
-    def __init__(self, plains: Iterable[str], threshold: float, num_perm: int) -> None:
+    def __init__(self, plains: Iterable[str], threshold: float) -> None:
         self.plains = sorted(set(plains))
         self._exact = set(self.plains)
-        self._num_perm = num_perm
-        self._lsh = MinHashLSH(threshold=threshold, num_perm=num_perm)
-        long = [p for p in self.plains if len(p) > _EXACT_ONLY]
-        hashes = MinHash.bulk([list(shingles(p)) for p in long], num_perm=num_perm, seed=1)
-        with self._lsh.insertion_session() as session:
-            for plain, digest in zip(long, hashes):
-                session.insert(plain, digest)
+        self._threshold = threshold
+        self._long = [p for p in self.plains if len(p) > _EXACT_ONLY]
+        self._index = TrigramIndex(self._long)
 
     def match(self, plain: str, min_score: float) -> list[tuple[str, float]]:
         if plain in self._exact:
             return [(plain, 1.0)]
-        if len(plain) <= _EXACT_ONLY or not self.plains:
+        if len(plain) <= _EXACT_ONLY or not self._long:
             return []
-        digest = MinHash(num_perm=self._num_perm, seed=1)
-        digest.update_batch(list(shingles(plain)))
-        scored = ((c, fuzz.ratio(plain, c) / 100) for c in self._lsh.query(digest))
+        found = (self._long[i] for i, _ in self._index.similar(plain, self._threshold, _CANDIDATES))
+        scored = ((c, fuzz.ratio(plain, c) / 100) for c in found)
         return [(c, s) for c, s in scored if s >= min_score]
+
+
+_CANDIDATES = 64  # most similar strings by 3-grams that rapidfuzz confirms
 
 
 def _distinct_values(db: Database, table: Table, column: Column, limit: int) -> list[str]:
@@ -164,7 +162,7 @@ def _column_text(table: Table, column: Column) -> str:
     return f"{text}: {column.description}" if column.description else text
 
 
-@dataclass(frozen=True, eq=False)  # eq=False: holds an LSH and a graph, compared by identity
+@dataclass(frozen=True, eq=False)  # eq=False: holds indexes and a graph, compared by identity
 class SchemaIndex:
     """What compression matches a question against; built once per database."""
 
@@ -184,7 +182,7 @@ class SchemaIndex:
               config: CompressionConfig | None = None,
               values_per_column: int | None = None) -> "SchemaIndex":
         """Read the schema's words and its text columns' distinct values (plain SELECTs), and
-        embed every column when an embedder is given. `config` gives the LSH's parameters."""
+        embed every column when an embedder is given. `config` gives the 3-gram threshold."""
         config = config or CompressionConfig()
         limit = config.values_per_column if values_per_column is None else values_per_column
         postings: dict[str, list[_Posting]] = defaultdict(list)
@@ -210,8 +208,8 @@ class SchemaIndex:
         n_columns = sum(len(t.columns) for t in schema.tables) or 1
         return cls(
             schema=schema,
-            words=_Fuzzy(tables_of, config.lsh_threshold, config.num_perm),
-            values=_Fuzzy(values, config.lsh_threshold, config.num_perm),
+            words=_Fuzzy(tables_of, config.trigram_threshold),
+            values=_Fuzzy(values, config.trigram_threshold),
             postings={k: tuple(v) for k, v in postings.items()},
             idf={w: math.log(1 + n_columns / max(column_df.get(w, 0), 1)) for w in tables_of},
             spread=_spread(tables_of, len(schema.tables)),

@@ -52,13 +52,16 @@ class SqlGrammar:
     resolved: int  # key columns whose literals are the resolved values
 
 
-def sql_grammar(schema: Schema, resolved: Mapping[str, Sequence[Any]] | None = None,
-                fixed_aliases: bool = False) -> SqlGrammar:
+def sql_grammar(schema: Schema, resolved: Mapping[str, Sequence[Any]] | None = None) -> SqlGrammar:
     """The grammar of the queries a model may write over `schema`. `resolved` maps a key
     column's name to the values lookup resolved for it: compared with a literal, that column
-    admits only those. `fixed_aliases`: the schema's first nine tables are T1..T9 in its
-    order (`fixed_alias_note` tells the model so), each bound to its table like initials; no
-    other T-alias is admitted."""
+    admits only those.
+
+    A T-alias (T1, T2, ...) is admitted before any column of any table, since the FROM clause
+    that binds it comes after the SELECT list. Binding each to one table takes a copy of the
+    rules per assignment, beyond llguidance's budget per token; numbering the tables in the
+    prompt (T1 is the first table) made the model join them all: 46 EX against 70 on Spider
+    100 (BENCHMARKS.md). Misbound aliases are repaired by code instead (strategies/feedback.py)."""
     dialect = schema.dialect
     pinned = {name.lower(): list(values) for name, values in (resolved or {}).items()
               if values and any(t.column(name) is not None for t in schema.tables)}
@@ -69,11 +72,9 @@ def sql_grammar(schema: Schema, resolved: Mapping[str, Sequence[Any]] | None = N
     columns: list[str] = []  # the forms of a column that is not pinned
     pinned_forms: dict[str, list[str]] = {name: [] for name in pinned}
     spelled: dict[str, str] = {}  # lower-case column name -> its spellings
-    t_alias = "" if fixed_aliases else "TALIAS"
+    t_alias = "TALIAS"
     for i, table in enumerate(schema.tables):
         names = [f'"{a}"' for a in _initials(table, schema.tables)]
-        if fixed_aliases and i < 9:
-            names.append(f'"T{i + 1}" | "t{i + 1}"')
         aliases = " | ".join(names)
         rules.append(f"TN{i}: {' | '.join(_spellings(table.name, dialect))}")
         rules.append(f"tq{i}: TN{i}" + (f" | {aliases}" if aliases else ""))
@@ -162,12 +163,6 @@ TYPE: /[A-Za-z][A-Za-z ]*(\([0-9]+(, *[0-9]+)?\))?/
 WORD: /[A-Za-z]+/
 ALIAS: /[A-Za-z_][A-Za-z0-9_]*/
 """
-
-
-def fixed_alias_note(schema: Schema) -> str:
-    """What the model is told of the aliases a grammar with `fixed_aliases` admits."""
-    pairs = ", ".join(f"{t.name} AS T{i + 1}" for i, t in enumerate(schema.tables[:9]))
-    return f"If you alias tables as T1, T2, ..., each table has its own: {pairs}."
 
 
 def grammar_problem(text: str) -> str | None:

@@ -12,7 +12,7 @@ from groundsql.strategies.context import Context
 Strategy = Callable[[str, Context], Answer]
 
 # Where each strategy lives, imported when first asked for: the grounded strategy and the
-# search pull in LSH, graphs and embeddings, which a zero-shot question never needs (an
+# search pull in 3-gram indexes, graphs and embeddings, which a zero-shot question never needs (an
 # import of all of them was a second of every `groundsql ask`).
 STRATEGIES: dict[str, str] = {
     "zero-shot": "groundsql.strategies.zero_shot:zero_shot",

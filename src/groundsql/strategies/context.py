@@ -21,7 +21,7 @@ from groundsql.retrieval import Example, QueryBank
 from groundsql.safety import ValidatedSQL, run_validated
 from groundsql.safety.tables import visible_schema
 from groundsql.schema import Schema, render_schema
-from groundsql.schema.grammar import admitted, fixed_alias_note, grammar_problem, sql_grammar
+from groundsql.schema.grammar import admitted, grammar_problem, sql_grammar
 from groundsql.strategies.answer import Answer, Step, Trace
 from groundsql.strategies.feedback import error_feedback, repaired
 
@@ -177,8 +177,7 @@ def constrained(ctx: Context, request: ChatRequest, schema: Schema | None = None
                                                   "the query was written unconstrained"}
     start = time.perf_counter()
     schema = schema or ctx.schema
-    fixed = ctx.settings.generation.fixed_aliases
-    grammar = sql_grammar(schema, resolved, fixed_aliases=fixed)
+    grammar = sql_grammar(schema, resolved)
     built = time.perf_counter()
     # Checked here: the runtime ignores a grammar it cannot compile, silently (measured).
     problem = grammar_problem(grammar.text)
@@ -188,12 +187,7 @@ def constrained(ctx: Context, request: ChatRequest, schema: Schema | None = None
     if problem is not None:
         info["why"] = f"llguidance cannot compile the grammar ({problem}): the query was written unconstrained"
         return request, info
-    messages = request.messages
-    if fixed:
-        *earlier, last = messages
-        messages = (*earlier, last.model_copy(update={"content": f"{last.content}\n\n{fixed_alias_note(schema)}"}))
-        info["fixed_aliases"] = True
-    return request.model_copy(update={"grammar": grammar.text, "messages": messages}), info
+    return request.model_copy(update={"grammar": grammar.text}), info
 
 
 def generate_and_execute(

@@ -2,7 +2,7 @@
 
     question -> numbers and units (pint) + semantic state (one structured call, asked when a
                 reasoning trajectory first needs it), relations checked against the unit rule base
-             -> schema compression (LSH on names and values + embeddings), M-Schema
+             -> schema compression (3-grams of names and values + embeddings), M-Schema
              -> Monte Carlo Tree Search over six actions (actions.py, tree.py); each finished
                 trajectory's query runs on the database and populated variants (probe.py), and
                 its reward is its agreement with the other trajectories' results
