@@ -117,3 +117,19 @@ def test_a_request_that_does_not_compile_gets_one_more_turn_with_the_reason(demo
     turn = llm.requests[1].messages
     assert turn[-2].content == bad and "would count rows twice" in turn[-1].content
     assert llm.requests[1].json_schema == llm.requests[0].json_schema
+
+
+def test_a_large_semantic_model_is_shown_in_the_part_the_question_speaks_of(demo) -> None:
+    # The demo's model (134 fields) treated as a warehouse's: above whole_catalog_fields each
+    # question sees its best scope_tables logical tables, and may use only their fields.
+    question = "What was Hikari Telecom K.K.'s net income for fiscal 2023, in billions of yen?"
+    whole, part = Scripted(json.dumps(HIKARI)), Scripted(json.dumps(HIKARI))
+    ask(demo, question, whole)
+    answer = ask(demo, question, part, whole_catalog_fields=20, scope_tables=3)
+    assert answer.ok and answer.rows == ((504.468,),), answer.error
+    assert "financials" in answer.grounds["scope"] and len(answer.grounds["scope"]) == 3
+    shown, full = part.requests[0].messages[0].content, whole.requests[0].messages[0].content
+    assert "net_income" in shown and "deal_count" in full and "deal_count" not in shown
+    assert len(shown) < len(full) / 2
+    schema = part.requests[0].json_schema
+    assert "deal_count" not in json.dumps(schema) and "net_income" in json.dumps(schema)

@@ -169,6 +169,11 @@ class CompiledConfig(_Frozen):
     # (semantic/verified.py; measured in BENCHMARKS.md).
     verified_threshold: float = Field(0.9, gt=0.0, le=1.0)
     fallback: bool = True  # the grounded pipeline when no request fits; off: say why instead
+    # A semantic model with more fields is shown in part: the logical tables each question
+    # speaks of, at most `scope_tables` (semantic/scope.py; a warehouse's thousands of fields
+    # would not fit the model's context).
+    whole_catalog_fields: int = Field(400, ge=1)
+    scope_tables: int = Field(6, ge=1, le=50)
     # Ask back when the question is ambiguous, say "out of scope" when the data cannot answer
     # (strategies/clarify.py; measured in BENCHMARKS.md, "Ask back").
     ask_back: bool = True

@@ -71,6 +71,8 @@ class Catalog:
     # currency code of the conversion.
     values: dict[str, tuple[object, ...]] = field(default_factory=dict)
     currency_keys: dict[str, object] = field(default_factory=dict)
+    # What is derived from the whole catalog once and read per question (terms.py).
+    derived: dict[str, object] = field(default_factory=dict, compare=False, repr=False)
 
     def field(self, name: str) -> FieldRef | None:
         return self.fields.get(name)

@@ -360,9 +360,11 @@ def counts_rows(ref: FieldRef) -> bool:
 
 def _vocabulary(catalog: Catalog) -> frozenset[str]:
     """The words of every field's and logical table's name, whole (singular): "industry" is
-    one, "Industrials" (a sector) is not."""
-    names = [ref.source.name for ref in catalog.fields.values()] + [t.name for t in catalog.model.tables]
-    return frozenset(_singular(w) for name in names for w in name.split("_") if len(w) > 2)
+    one, "Industrials" (a sector) is not. Computed once per catalog."""
+    if "vocabulary" not in catalog.derived:
+        names = [ref.source.name for ref in catalog.fields.values()] + [t.name for t in catalog.model.tables]
+        catalog.derived["vocabulary"] = frozenset(_singular(w) for name in names for w in name.split("_") if len(w) > 2)
+    return catalog.derived["vocabulary"]  # type: ignore[return-value]
 
 
 def _singular(word: str) -> str:

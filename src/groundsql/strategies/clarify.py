@@ -337,6 +337,9 @@ def _sizes(ref: FieldRef) -> bool:
 
 
 def _vocabulary(catalog: Catalog) -> set[str]:
+    """Every word the semantic model uses, stemmed; computed once per catalog."""
+    if "clarify_vocabulary" in catalog.derived:
+        return catalog.derived["clarify_vocabulary"]  # type: ignore[return-value]
     words: set[str] = set()
     for ref in catalog.fields.values():
         words |= _words_of(ref) | stems(ref.description or "")
@@ -344,4 +347,5 @@ def _vocabulary(catalog: Catalog) -> set[str]:
     for table in catalog.model.tables:
         words |= stems(table.name.replace("_", " ")) | stems(getattr(table, "description", "") or "")
     words |= stems(catalog.model.description or "")
+    catalog.derived["clarify_vocabulary"] = words
     return words

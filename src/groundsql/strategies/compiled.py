@@ -30,6 +30,7 @@ from groundsql.semantic.catalog import Catalog
 from groundsql.semantic.compile import CompileError, compile_request
 from groundsql.semantic.render import render_catalog
 from groundsql.semantic.request import Request, as_asked, request_schema
+from groundsql.semantic.scope import scoped
 from groundsql.semantic.terms import Terms, terms_of
 from groundsql.semantic.verified import Mention, find_mentions, match_template, parameter_mentions
 from groundsql.strategies.answer import Answer, Clarification, Trace
@@ -48,7 +49,7 @@ class _Semantic:
 
     name: str  # the pack's
     catalog: Catalog
-    system: str  # the semantic model as the model reads it
+    system: str  # the semantic model as the model reads it; "" when too large to show whole
     entity_dimensions: dict[str, tuple[str, ...]]  # entity table -> dimensions it names
     examples: QueryBank  # solved questions that carry their request
     templates: tuple[Example, ...]  # verified queries with parameters
@@ -92,7 +93,11 @@ def compiled(question: str, ctx: Context) -> Answer:
     verified = _verified(ctx, semantic, question, entities, trace, grounds)
     if verified is not None and verified.ok:
         return verified
-    chat = _chat(ctx, semantic, question, terms, entities)
+    catalog = semantic.catalog
+    if not semantic.system:  # a large model: the part the question speaks of
+        catalog, terms, scope = scoped(catalog, question, terms, ctx.settings.compiled.scope_tables)
+        grounds["scope"] = list(scope)
+    chat = _chat(ctx, semantic, catalog, question, terms, entities)
     request, why, reply = _ask(ctx, chat, trace, "semantic request")
     for attempt in range(ctx.settings.compiled.retries + 1):
         if request is not None:
@@ -128,20 +133,23 @@ def _semantic(ctx: Context, domain: Any, trace: Trace) -> _Semantic | None:
                 entity = ref.source.entity  # type: ignore[union-attr]
                 if entity:
                     by_entity.setdefault(entity.lower(), []).append(ref.name)
+            # A warehouse's model is shown in part, per question (semantic/scope.py).
+            whole = len(catalog.fields) <= ctx.settings.compiled.whole_catalog_fields
             system, _ = load_prompt("semantic_request").render(
-                name=pack.name, catalog=render_catalog(catalog), examples="", question="", found="")
+                name=pack.name, catalog=render_catalog(catalog) if whole else "", examples="", question="",
+                found="")
             bank = QueryBank([e for e in domain.bank.examples if e.request], domain.bank.embedder)
             labels = _labels(ctx, pack)
             templates = tuple(e for e in domain.bank.examples if e.params)
             where = {i: _question_mentions(e, domain, labels) for i, e in enumerate(templates)}
             unusable = [templates[i].question for i, found in where.items() if found is None]
-            semantic = _Semantic(pack.name, catalog, system.content, {k: tuple(v) for k, v in by_entity.items()},
+            semantic = _Semantic(pack.name, catalog, system.content if whole else "", {k: tuple(v) for k, v in by_entity.items()},
                                  bank, templates, {i: m for i, m in where.items() if m is not None}, labels,
                                  last_year_of(catalog, ctx.db))
             step.update(verified_queries=len(templates) - len(unusable))
             if unusable:
                 step["verified_queries_unusable"] = unusable
-            step.update(fields=len(catalog.fields), drafted=pack.semantic.drafted)
+            step.update(fields=len(catalog.fields), drafted=pack.semantic.drafted, shown_whole=whole)
     ctx.resources["compiled"] = semantic
     return semantic
 
@@ -197,20 +205,24 @@ def _verified(ctx: Context, semantic: _Semantic, question: str, entities: list[A
                         grounds=grounds)
 
 
-def _chat(ctx: Context, semantic: _Semantic, question: str, terms: Terms, entities: list[Any]) -> ChatRequest:
-    """The request for a semantic request: the semantic model (shared by every question), the
-    nearest solved examples with their requests, the question and the names found in it,
-    under a JSON schema of what the question grounds."""
-    schema = request_schema(semantic.catalog, terms)
+def _chat(ctx: Context, semantic: _Semantic, catalog: Catalog, question: str, terms: Terms,
+          entities: list[Any]) -> ChatRequest:
+    """The request for a semantic request: the semantic model (shared by every question, or
+    the part of a large one the question speaks of), the nearest solved examples with their
+    requests, the question and the names found in it, under a JSON schema of what the
+    question grounds."""
+    system = semantic.system or load_prompt("semantic_request").render(
+        name=semantic.name, catalog=render_catalog(catalog), examples="", question="", found="")[0].content
+    schema = request_schema(catalog, terms)
     lines = [f'"{m.mention}" is {m.name!r} ({" or ".join(semantic.entity_dimensions.get(m.table.lower(), ()))})'
              for m in entities if semantic.entity_dimensions.get(m.table.lower())]
     found_text = ("Names found in the question: " + "; ".join(lines) + "\n") if lines else ""
     examples = semantic.examples.nearest(question, ctx.settings.compiled.k)
     shown = "".join(f"Question: {e.question}\nRequest: {json.dumps(e.request, ensure_ascii=False)}\n\n"
                     for e in examples)
-    system, user = load_prompt("semantic_request").render(
+    system_message, user = load_prompt("semantic_request").render(
         name=semantic.name, catalog="", examples=shown, question=question.strip(), found=found_text)
-    return ChatRequest(messages=(system.model_copy(update={"content": semantic.system}), user),
+    return ChatRequest(messages=(system_message.model_copy(update={"content": system}), user),
                        temperature=0.0, max_tokens=_MAX_TOKENS, seed=ctx.settings.llm.seed, json_schema=schema)
 
 
