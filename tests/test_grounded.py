@@ -516,3 +516,21 @@ def test_under_the_grammar_a_resolved_key_admits_only_its_resolved_values(demo, 
     assert not admits(generate.grammar, resolved_sql.replace("data_item_id = 28", "data_item_id = 29"))
     # A table schema linking left out cannot be named.
     assert not admits(generate.grammar, "SELECT COUNT(*) FROM ma_transaction")
+
+
+def test_a_warehouse_size_schema_is_shown_in_the_tables_the_question_points_at(demo, pack_dir) -> None:
+    # The demo treated as a warehouse: above overview_tables every stage sees the shortlist
+    # (the question's words, the entity it names, the tables joining them, the references
+    # they use), never the whole schema.
+    ashcombe = company_id(demo, "Ashcombe Marsh")
+    llm = scripted(generate=f"```sql\n{REVENUE_SQL.replace('9226005', str(ashcombe))}\n```")
+    answer = run(demo, pack_dir, "What was the annual revenue of Ashcombe Marsh in 2023?", llm,
+                 overview_tables=5, shortlist_tables=4)
+    assert answer.ok and answer.rows, answer.error
+    shortlist = answer.grounds["shortlist"]
+    assert {"company", "financial_data", "financial_period", "ref_period_type"} <= set(shortlist)
+    assert "price_daily" not in shortlist and len(shortlist) < len(demo.introspect().tables)
+    assert all("price_daily" not in r.messages[0].content for r in llm.requests)
+    whole = scripted(generate=f"```sql\n{REVENUE_SQL.replace('9226005', str(ashcombe))}\n```")
+    run(demo, pack_dir, "What was the annual revenue of Ashcombe Marsh in 2023?", whole)
+    assert "price_daily" in whole.requests[0].messages[0].content

@@ -150,6 +150,11 @@ class GroundedConfig(_Frozen):
     retrieval: bool = True  # similar solved questions from the pack's query bank
     schema_linking: bool = True  # the model picks tables; the FK graph adds bridge tables
     link_above_tables: int = Field(8, ge=0)  # a schema this small is shown whole, unlinked
+    # A schema with more tables (a warehouse) is shown per question: its `shortlist_tables`
+    # tables the question's words and names point at, and the reference tables they use
+    # (schema/shortlist.py); every stage's prompt then grows with the question, not the schema.
+    overview_tables: int = Field(60, ge=1)
+    shortlist_tables: int = Field(12, ge=2, le=60)
     reflection: bool = True  # retry on an execution error or an unexpected empty result
     k: int = Field(3, ge=0, le=20)  # examples retrieved
     embeddings: bool = True  # retrieve by embedding when available, else lexically

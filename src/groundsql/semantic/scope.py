@@ -8,9 +8,9 @@ it speaks of:
 
 - candidates: the tables of the fields terms.py found in the question (named by their name or
   a synonym, holding a value it names, a named filter), else every table;
-- ranked by how much of the question their words cover (the table's name and its fields'
-  names, synonyms and descriptions), each word weighted by how few tables use it, a value the
-  question names counting most;
+- ranked by how much of the question their words cover (schema/shortlist.py: the table's
+  name and its fields' names, synonyms and descriptions, each word weighted by how few
+  tables use it), a value the question names counting most;
 - the best `compiled.scope_tables`, whole: every field of each, so that a measure keeps its
   time dimensions and filters.
 
@@ -20,56 +20,36 @@ with the warehouse. The tables chosen are the answer's `grounds.scope`.
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from dataclasses import replace
 
+from groundsql.schema.shortlist import Shortlist
 from groundsql.semantic.catalog import Catalog
 from groundsql.semantic.terms import Terms, stems
 
-__all__ = ["scoped", "table_words"]
+__all__ = ["ranked_tables", "scoped"]
 
 
-def table_words(catalog: Catalog) -> dict[str, set[str]]:
-    """Each logical table's stemmed words: its name and its fields' names, synonyms and
-    descriptions. Computed once per catalog."""
-    if "table_words" not in catalog.derived:
+def _shortlist(catalog: Catalog) -> Shortlist:
+    """Each logical table as its stemmed words: its name and its fields' names, synonyms and
+    descriptions. Built once per catalog."""
+    if "shortlist" not in catalog.derived:
         words: dict[str, set[str]] = defaultdict(set)
         for table in catalog.model.tables:
             words[table.name] |= stems(table.name.replace("_", " ")) | stems(table.description)
         for ref in catalog.fields.values():
             words[ref.table] |= stems(" ".join([ref.name.replace("_", " "), *ref.synonyms, ref.description]))
-        catalog.derived["table_words"] = dict(words)
-    return catalog.derived["table_words"]  # type: ignore[return-value]
-
-
-def _rarity(catalog: Catalog) -> dict[str, float]:
-    if "word_rarity" not in catalog.derived:
-        tables_with: dict[str, int] = defaultdict(int)
-        words = table_words(catalog)
-        for own in words.values():
-            for word in own:
-                tables_with[word] += 1
-        n = max(len(words), 1)
-        catalog.derived["word_rarity"] = {w: math.log(1 + n / k) for w, k in tables_with.items()}
-    return catalog.derived["word_rarity"]  # type: ignore[return-value]
+        catalog.derived["shortlist"] = Shortlist(words)
+    return catalog.derived["shortlist"]  # type: ignore[return-value]
 
 
 def ranked_tables(catalog: Catalog, question: str, terms: Terms) -> list[tuple[str, float]]:
     """The logical tables the question speaks of, best first, with their scores."""
-    words, rarity = table_words(catalog), _rarity(catalog)
-    said = stems(question)
     valued = {catalog.fields[name].table for name, values in terms.values.items()
               if values and name in catalog.fields}
     spoken = {catalog.fields[name].table for name in (*(terms.select or ()), *(terms.filters or ()))
               if name in catalog.fields}
-    candidates = spoken | valued or set(words)
-    top = max(rarity.values(), default=1.0)
-    scores = {}
-    for table in candidates:
-        score = sum(rarity.get(w, 0.0) for w in said & words.get(table, set()))
-        scores[table] = score + (2 * top if table in valued else 0.0)
-    return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+    return _shortlist(catalog).ranked(stems(question), valued, among=(spoken | valued) or None)
 
 
 def scoped(catalog: Catalog, question: str, terms: Terms, tables: int) -> tuple[Catalog, Terms, tuple[str, ...]]:

@@ -38,6 +38,7 @@ from groundsql.prompts import load_prompt
 from groundsql.retrieval import Example, QueryBank, load_embedder
 from groundsql.schema import Schema, render_schema
 from groundsql.schema.linking import LinkedSchema, connect, join_graph
+from groundsql.schema.shortlist import Shortlist
 from groundsql.strategies.answer import Answer, Trace
 from groundsql.strategies.context import (Context, constrained, examples_text, generate_and_execute, name_list,
                                            parse_json)
@@ -66,6 +67,9 @@ def grounded(question: str, ctx: Context) -> Answer:
     trace = Trace(question, "grounded", ctx.on_step)
     domain = domain_for(ctx, trace)
     grounds: dict[str, Any] = {"pack": domain.pack.name}
+    if len(domain.schema.tables) > cfg.overview_tables:
+        domain = _shortlisted(ctx, domain, question, trace)
+        grounds["shortlist"] = [t.name for t in domain.schema.tables]
     with ThreadPoolExecutor(max_workers=2) as pool:
         lookup = pool.submit(in_context(_lookup), ctx, domain, question, trace) if cfg.lookup else None
         retrieval = pool.submit(in_context(_retrieve), ctx, domain, question, trace) if cfg.retrieval else None
@@ -360,6 +364,40 @@ def _link_schema(ctx: Context, domain: _Domain, question: str, constraints: list
         step.update(tables=list(linked.tables), bridges=list(linked.bridges),
                     unconnected=list(linked.unconnected))
     return linked, named
+
+
+def _shortlisted(ctx: Context, domain: _Domain, question: str, trace: Trace) -> _Domain:
+    """The domain as one question of a warehouse sees it: the tables its words and the names
+    it mentions point at (schema/shortlist.py), the reference tables those refer to or its
+    words name, and the system prompt of only those."""
+    from groundsql.semantic.terms import stems
+
+    cfg = ctx.settings.grounded
+    with trace.step("shortlist") as step:
+        shortlist = ctx.resources.get("grounded_shortlist")
+        if shortlist is None:
+            shortlist = Shortlist({t.name: stems(" ".join([t.name.replace("_", " "), t.description, *(
+                f"{c.name.replace('_', ' ')} {c.description}" for c in t.columns)])) for t in domain.schema.tables})
+            ctx.resources["grounded_shortlist"] = shortlist
+        named = [m.table for m in domain.entities.link(question)[0]] if domain.entities is not None else []
+        said = stems(question)
+        references = {r.table.lower(): r for r in domain.pack.references}
+        facts = [t for t, _ in shortlist.ranked(said, named) if t.lower() not in references]
+        # The tables that join them come too (the foreign-key graph's Steiner tree).
+        linked = connect(domain.schema, facts[:cfg.shortlist_tables], domain.graph)
+        tables = [*linked.tables, *linked.unconnected]
+        by_name = {t.name.lower(): t for t in domain.schema.tables}
+        used = {fk.ref_table.lower() for t in tables for fk in by_name[t.lower()].foreign_keys}
+        ranked_refs = [t for t, score in shortlist.ranked(said, among=[r.table for r in references.values()])
+                       if score > 0]
+        refs = [r for name, r in references.items() if name in used or r.table in ranked_refs[:cfg.shortlist_tables]]
+        kept = [*tables, *(r.table for r in refs)]
+        schema = domain.schema.restrict(kept)
+        pack = domain.pack.model_copy(update={"references": tuple(refs)})
+        documented = [(j.left, j.right) for j in pack.schema_docs.joins]
+        step.update(tables=tables, references=[r.table for r in refs])
+    return replace(domain, pack=pack, schema=schema, text=_domain_text(ctx, pack, schema),
+                   graph=join_graph(schema, documented))
 
 
 def _small(ctx: Context, schema: Schema) -> bool:

@@ -1,0 +1,46 @@
+"""The tables a question speaks of, ranked: what a prompt shows of a warehouse.
+
+A prompt that lists every table of a 500-table warehouse is longer than the model's context.
+Where a schema (or a semantic model) is that large, each question is shown the tables whose
+words it uses: each table is a bag of stemmed words (its name, its columns' or fields' names,
+synonyms and descriptions), each word weighs by how few tables hold it (a word of every table,
+"id", weighs nothing), and a table scores the weight of the question's words it holds, plus a
+bonus for a table the question names a value of (a resolved name, a label). Ties go by name,
+so the list is the same every time.
+
+Used by the compiled path (semantic/scope.py: logical tables) and the grounded pipeline
+(strategies/grounded.py: database tables).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+
+__all__ = ["Shortlist"]
+
+
+class Shortlist:
+    """Tables as bags of words, ranked against a question's words."""
+
+    def __init__(self, documents: Mapping[str, set[str]]) -> None:
+        self.documents = dict(documents)
+        holding: dict[str, int] = defaultdict(int)
+        for words in self.documents.values():
+            for word in words:
+                holding[word] += 1
+        n = max(len(self.documents), 1)
+        self.weight = {w: math.log(1 + n / k) - math.log(2) for w, k in holding.items()}
+        self._top = max(self.weight.values(), default=1.0)
+
+    def ranked(self, said: set[str], named: Iterable[str] = (),
+               among: Iterable[str] | None = None) -> list[tuple[str, float]]:
+        """Tables (of `among`, else all) best first, with their scores; `named`: tables
+        holding a value the question names."""
+        named = set(named)
+        scores = {}
+        for table in (self.documents if among is None else among):
+            held = said & self.documents.get(table, set())
+            scores[table] = sum(self.weight.get(w, 0.0) for w in held) + (2 * self._top if table in named else 0.0)
+        return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
