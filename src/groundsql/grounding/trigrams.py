@@ -110,7 +110,9 @@ class TrigramIndex:
             owners, first = _distinct(postings)
             shared = np.diff(np.append(first, len(postings)))
         if len(owners) > _CANDIDATES:
-            best = np.sort(np.argpartition(-shared, _CANDIDATES - 1)[:_CANDIDATES])
+            # Most rare 3-grams shared first, then the closest in length to the query.
+            rank = shared * 1024 - np.minimum(np.abs(self._grams[owners] - len(codes)), 1023)
+            best = np.sort(np.argpartition(-rank, _CANDIDATES - 1)[:_CANDIDATES])
             owners, shared = owners[best], shared[best]  # still ascending: searched fast below
         for i in rest:
             posting = self._postings(i)
@@ -130,5 +132,5 @@ class TrigramIndex:
         return self._owners[self._offsets[at]:self._offsets[at + 1]]
 
 
-_POSTINGS = 30_000  # postings read to find candidates, past the rarest 3-gram's
+_POSTINGS = 60_000  # postings read to find candidates, past the rarest 3-gram's
 _CANDIDATES = 1_000  # candidates (most rare 3-grams shared) whose similarity is computed
