@@ -5,7 +5,8 @@ Where a schema (or a semantic model) is that large, each question is shown the t
 words it uses: each table is a bag of stemmed words (its name, its columns' or fields' names,
 synonyms and descriptions), each word weighs by how few tables hold it (a word of every table,
 "id", weighs nothing), and a table scores the weight of the question's words it holds, plus a
-bonus for a table the question names a value of (a resolved name, a label). Ties go by name,
+bonus for a table the question names a value of (a resolved name, a label), shared among the
+tables that hold it. Ties go by name,
 so the list is the same every time.
 
 Used by the compiled path (semantic/scope.py: logical tables) and the grounded pipeline
@@ -34,13 +35,17 @@ class Shortlist:
         self.weight = {w: math.log(1 + n / k) - math.log(2) for w, k in holding.items()}
         self._top = max(self.weight.values(), default=1.0)
 
-    def ranked(self, said: set[str], named: Iterable[str] = (),
+    def ranked(self, said: set[str], named: Iterable[str] = (), spoken: Iterable[str] = (),
                among: Iterable[str] | None = None) -> list[tuple[str, float]]:
         """Tables (of `among`, else all) best first, with their scores; `named`: tables
-        holding a value the question names."""
-        named = set(named)
+        holding a value the question names; `spoken`: tables a field of which it names."""
+        named, spoken = set(named), set(spoken)
+        # A value named in one table points at it; the same label in twelve status tables
+        # ("Closed") points at none of them in particular.
+        bonus = 2 * self._top / len(named) if named else 0.0
         scores = {}
         for table in (self.documents if among is None else among):
             held = said & self.documents.get(table, set())
-            scores[table] = sum(self.weight.get(w, 0.0) for w in held) + (2 * self._top if table in named else 0.0)
+            scores[table] = (sum(self.weight.get(w, 0.0) for w in held) + (bonus if table in named else 0.0)
+                             + (self._top / 2 if table in spoken else 0.0))
         return sorted(scores.items(), key=lambda item: (-item[1], item[0]))

@@ -6,11 +6,10 @@ it as long. Up to `compiled.whole_catalog_fields` fields the model reads the who
 (once per database: its prompt state is cached); above, each question reads the logical tables
 it speaks of:
 
-- candidates: the tables of the fields terms.py found in the question (named by their name or
-  a synonym, holding a value it names, a named filter), else every table;
-- ranked by how much of the question their words cover (schema/shortlist.py: the table's
+- every table, ranked by how much of the question their words cover (schema/shortlist.py: the table's
   name and its fields' names, synonyms and descriptions, each word weighted by how few
-  tables use it), a value the question names counting most;
+  tables use it), with a bonus for the tables of the fields terms.py found in the question
+  (named by their name or a synonym, a named filter) and for those holding a value it names;
 - the best `compiled.scope_tables`, whole: every field of each, so that a measure keeps its
   time dimensions and filters.
 
@@ -28,6 +27,8 @@ from groundsql.semantic.catalog import Catalog
 from groundsql.semantic.terms import Terms, stems
 
 __all__ = ["ranked_tables", "scoped"]
+
+_RELATED = 3  # tables added beyond the best for a value the question names
 
 
 def _shortlist(catalog: Catalog) -> Shortlist:
@@ -49,13 +50,20 @@ def ranked_tables(catalog: Catalog, question: str, terms: Terms) -> list[tuple[s
               if values and name in catalog.fields}
     spoken = {catalog.fields[name].table for name in (*(terms.select or ()), *(terms.filters or ()))
               if name in catalog.fields}
-    return _shortlist(catalog).ranked(stems(question), valued, among=(spoken | valued) or None)
+    return _shortlist(catalog).ranked(stems(question), valued, spoken)
 
 
 def scoped(catalog: Catalog, question: str, terms: Terms, tables: int) -> tuple[Catalog, Terms, tuple[str, ...]]:
     """The catalog restricted to the question's best `tables` logical tables, the terms
     restricted to it, and those tables."""
-    kept = tuple(name for name, _ in ranked_tables(catalog, question, terms)[:tables])
+    ranked = [name for name, _ in ranked_tables(catalog, question, terms)]
+    kept = ranked[:tables]
+    # A table holding a value the question names, related to a kept one, comes too: "closed
+    # shipments" needs the shipments' own status table, whichever status table ranked first.
+    valued = {catalog.fields[name].table for name, values in terms.values.items() if values and name in catalog.fields}
+    related = {(r.from_, r.to) for r in catalog.model.relationships} | {(r.to, r.from_) for r in catalog.model.relationships}
+    kept += [t for t in ranked[tables:] if t in valued and any((t, k) in related for k in kept)][:_RELATED]
+    kept = tuple(kept)
     inside = set(kept)
     fields = {name: ref for name, ref in catalog.fields.items() if ref.table in inside}
     values = {name: v for name, v in catalog.values.items() if name in fields}

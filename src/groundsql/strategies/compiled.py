@@ -77,10 +77,13 @@ def compiled(question: str, ctx: Context) -> Answer:
             if match.name not in names:
                 names.append(match.name)
     terms = terms_of(question, semantic.catalog, found, [m.mention for m in entities])
+    catalog = semantic.catalog
+    if not semantic.system:  # a large model: the part the question speaks of, from here on
+        catalog, terms, scope = scoped(catalog, question, terms, ctx.settings.compiled.scope_tables)
+        grounds["scope"] = list(scope)
     if ctx.settings.compiled.ask_back:
         with trace.step("ask back?") as step:
-            clarification = ask_back(question, semantic.catalog, terms, domain.entities, entities,
-                                     semantic.last_year)
+            clarification = ask_back(question, catalog, terms, domain.entities, entities, semantic.last_year)
             step["asks"] = clarification.why if clarification else None
         if clarification is not None:
             return _clarify(trace, clarification, grounds)
@@ -93,10 +96,6 @@ def compiled(question: str, ctx: Context) -> Answer:
     verified = _verified(ctx, semantic, question, entities, trace, grounds)
     if verified is not None and verified.ok:
         return verified
-    catalog = semantic.catalog
-    if not semantic.system:  # a large model: the part the question speaks of
-        catalog, terms, scope = scoped(catalog, question, terms, ctx.settings.compiled.scope_tables)
-        grounds["scope"] = list(scope)
     chat = _chat(ctx, semantic, catalog, question, terms, entities)
     request, why, reply = _ask(ctx, chat, trace, "semantic request")
     for attempt in range(ctx.settings.compiled.retries + 1):
