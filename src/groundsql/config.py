@@ -178,7 +178,7 @@ class CompiledConfig(_Frozen):
     # speaks of, at most `scope_tables` (semantic/scope.py; a warehouse's thousands of fields
     # would not fit the model's context).
     whole_catalog_fields: int = Field(400, ge=1)
-    scope_tables: int = Field(6, ge=1, le=50)
+    scope_tables: int = Field(8, ge=1, le=50)
     # Ask back when the question is ambiguous, say "out of scope" when the data cannot answer
     # (strategies/clarify.py; measured in BENCHMARKS.md, "Ask back").
     ask_back: bool = True

@@ -16,10 +16,21 @@ Used by the compiled path (semantic/scope.py: logical tables) and the grounded p
 from __future__ import annotations
 
 import math
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 
-__all__ = ["Shortlist"]
+__all__ = ["Shortlist", "words"]
+
+
+def words(text: str) -> set[str]:
+    """The stemmed words of a name or a question, plurals made singular first, so that
+    "readings" and "reading" (of meter_reading_date) stem alike."""
+    from groundsql.semantic.terms import stems
+
+    singular = (w[:-1] if w.lower().endswith("s") and not w.lower().endswith(("ss", "us", "is")) and len(w) > 3
+                else w for w in re.findall(r"[A-Za-z]+", text.replace("_", " ")))
+    return stems(" ".join(singular))
 
 
 class Shortlist:
@@ -43,9 +54,10 @@ class Shortlist:
         # A value named in one table points at it; the same label in twelve status tables
         # ("Closed") points at none of them in particular.
         bonus = 2 * self._top / len(named) if named else 0.0
+        said_bonus = self._top / len(spoken) if spoken else 0.0  # likewise a field named in many
         scores = {}
         for table in (self.documents if among is None else among):
             held = said & self.documents.get(table, set())
             scores[table] = (sum(self.weight.get(w, 0.0) for w in held) + (bonus if table in named else 0.0)
-                             + (self._top / 2 if table in spoken else 0.0))
+                             + (said_bonus if table in spoken else 0.0))
         return sorted(scores.items(), key=lambda item: (-item[1], item[0]))

@@ -22,9 +22,9 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import replace
 
-from groundsql.schema.shortlist import Shortlist
+from groundsql.schema.shortlist import Shortlist, words
 from groundsql.semantic.catalog import Catalog
-from groundsql.semantic.terms import Terms, stems
+from groundsql.semantic.terms import Terms
 
 __all__ = ["ranked_tables", "scoped"]
 
@@ -35,12 +35,12 @@ def _shortlist(catalog: Catalog) -> Shortlist:
     """Each logical table as its stemmed words: its name and its fields' names, synonyms and
     descriptions. Built once per catalog."""
     if "shortlist" not in catalog.derived:
-        words: dict[str, set[str]] = defaultdict(set)
+        bags: dict[str, set[str]] = defaultdict(set)
         for table in catalog.model.tables:
-            words[table.name] |= stems(table.name.replace("_", " ")) | stems(table.description)
+            bags[table.name] |= words(f"{table.name} {table.description}")
         for ref in catalog.fields.values():
-            words[ref.table] |= stems(" ".join([ref.name.replace("_", " "), *ref.synonyms, ref.description]))
-        catalog.derived["shortlist"] = Shortlist(words)
+            bags[ref.table] |= words(" ".join([ref.name, *ref.synonyms, ref.description]))
+        catalog.derived["shortlist"] = Shortlist(bags)
     return catalog.derived["shortlist"]  # type: ignore[return-value]
 
 
@@ -50,7 +50,7 @@ def ranked_tables(catalog: Catalog, question: str, terms: Terms) -> list[tuple[s
               if values and name in catalog.fields}
     spoken = {catalog.fields[name].table for name in (*(terms.select or ()), *(terms.filters or ()))
               if name in catalog.fields}
-    return _shortlist(catalog).ranked(stems(question), valued, spoken)
+    return _shortlist(catalog).ranked(words(question), valued, spoken)
 
 
 def scoped(catalog: Catalog, question: str, terms: Terms, tables: int) -> tuple[Catalog, Terms, tuple[str, ...]]:

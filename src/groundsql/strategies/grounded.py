@@ -38,7 +38,7 @@ from groundsql.prompts import load_prompt
 from groundsql.retrieval import Example, QueryBank, load_embedder
 from groundsql.schema import Schema, render_schema
 from groundsql.schema.linking import LinkedSchema, connect, join_graph
-from groundsql.schema.shortlist import Shortlist
+from groundsql.schema.shortlist import Shortlist, words
 from groundsql.strategies.answer import Answer, Trace
 from groundsql.strategies.context import (Context, constrained, examples_text, generate_and_execute, name_list,
                                            parse_json)
@@ -378,17 +378,15 @@ def _shortlisted(ctx: Context, domain: _Domain, question: str, trace: Trace) -> 
     """The domain as one question of a warehouse sees it: the tables its words and the names
     it mentions point at (schema/shortlist.py), the reference tables those refer to or its
     words name, and the system prompt of only those."""
-    from groundsql.semantic.terms import stems
-
     cfg = ctx.settings.grounded
     with trace.step("shortlist") as step:
         shortlist = ctx.resources.get("grounded_shortlist")
         if shortlist is None:
-            shortlist = Shortlist({t.name: stems(" ".join([t.name.replace("_", " "), t.description, *(
-                f"{c.name.replace('_', ' ')} {c.description}" for c in t.columns)])) for t in domain.schema.tables})
+            shortlist = Shortlist({t.name: words(" ".join([t.name, t.description, *(
+                f"{c.name} {c.description}" for c in t.columns)])) for t in domain.schema.tables})
             ctx.resources["grounded_shortlist"] = shortlist
         named = [m.table for m in domain.entities.link(question)[0]] if domain.entities is not None else []
-        said = stems(question)
+        said = words(question)
         references = {r.table.lower(): r for r in domain.pack.references}
         facts = [t for t, _ in shortlist.ranked(said, named) if t.lower() not in references]
         # The tables that join them come too (the foreign-key graph's Steiner tree).
