@@ -16,6 +16,7 @@ and the reference rows are the same at every scale, and so is every row a questi
 
     python benchmarks/warehouse/build.py OUT.sqlite [--scale 1.0] [--seed 7]
     python benchmarks/warehouse/build.py OUT.sqlite --questions benchmarks/warehouse/questions.jsonl
+    python benchmarks/warehouse/build.py OUT.sqlite --postgres postgresql://postgres@127.0.0.1:5432/postgres
 """
 
 from __future__ import annotations
@@ -524,13 +525,48 @@ def pick(path: str, gen: Generator) -> list[dict]:
              "category": c["category"]} for i, c in enumerate(chosen, 1)]
 
 
+def to_postgres(path: str, admin_url: str, database: str = "warehouse") -> None:
+    """Copy a built warehouse into a new PostgreSQL database (dropped first if it exists) with
+    the same tables, keys and rows, and a login role `warehouse_reader` that may only read it."""
+    import psycopg
+
+    source = sqlite3.connect(path)
+    tables = schema()
+    keys = {t.name: t.key[0] for t in tables}
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+        admin.execute(f'CREATE DATABASE "{database}"')
+        if not admin.execute("SELECT 1 FROM pg_roles WHERE rolname = 'warehouse_reader'").fetchone():
+            admin.execute("CREATE ROLE warehouse_reader LOGIN")
+    with psycopg.connect(admin_url.rsplit("/", 1)[0] + f"/{database}", autocommit=True) as conn:
+        for table in tables:  # referenced tables first, as schema() lists them
+            conn.execute(table.ddl(keys).replace(" REAL", " DOUBLE PRECISION"))
+            with conn.cursor().copy(f"COPY {table.name} FROM STDIN") as copy:
+                for row in source.execute(f"SELECT * FROM {table.name}"):
+                    copy.write_row(row)
+        conn.execute(f'REVOKE ALL ON DATABASE "{database}" FROM PUBLIC')
+        conn.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
+        conn.execute(f'GRANT CONNECT ON DATABASE "{database}" TO warehouse_reader')
+        conn.execute("GRANT USAGE ON SCHEMA public TO warehouse_reader")
+        conn.execute("GRANT SELECT ON ALL TABLES IN SCHEMA public TO warehouse_reader")
+    source.close()
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out", help="the SQLite file to write")
     parser.add_argument("--scale", type=float, default=1.0)
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--questions", help="also (re)write the question set to this JSONL file")
+    parser.add_argument("--postgres", metavar="ADMIN_URL",
+                        help="copy OUT (already built) into the database 'warehouse' of this PostgreSQL server")
     args = parser.parse_args(argv[1:])
+    if args.postgres:
+        start = time.perf_counter()
+        to_postgres(args.out, args.postgres)
+        print(f"copied {args.out} into PostgreSQL database 'warehouse' in {time.perf_counter() - start:.0f} s; "
+              "read it as postgresql://warehouse_reader@HOST/warehouse")
+        return 0
     start = time.perf_counter()
     gen = Generator(args.seed, args.scale)
     gen.generate()
