@@ -103,3 +103,17 @@ def test_an_entity_table_cut_short_is_said(monkeypatch, people: Database) -> Non
     table = EntityTable(table="person", key="person_id", names=("last_name",), kind="person")
     index = EntityIndex.build(people, [table], max_names=12)
     assert len(index.names) == 12 and index.truncated == ("person",)
+
+
+def test_of_names_that_differ_only_in_legal_form_the_one_spelled_as_asked_wins(tmp_path) -> None:
+    path = tmp_path / "companies.sqlite"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE company (company_id INTEGER PRIMARY KEY, company_name TEXT)")
+    conn.executemany("INSERT INTO company VALUES (?, ?)",
+                     [(1, "Ashshaw Tools AB"), (2, "Ashshaw Tools Inc."), (3, "Ashshaw Tools GmbH")])
+    conn.commit()
+    conn.close()
+    table = EntityTable(table="company", key="company_id", names=("company_name",), kind="company")
+    index = EntityIndex.build(Database(f"sqlite:///{path}"), [table])
+    for asked, key in (("Ashshaw Tools Inc", 2), ("Ashshaw Tools GmbH", 3), ("ashshaw tools ab", 1)):
+        assert index.link(f"What did {asked} buy?")[0][0].key == key, asked

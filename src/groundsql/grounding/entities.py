@@ -120,6 +120,10 @@ class _Name:
     plain: str  # normalized
 
 
+def _spelling(name: str) -> str:
+    return " ".join(re.findall(r"\w+", str(name).lower()))
+
+
 def normalize_name(name: str) -> str:
     """Lower case, single spaces, legal-form suffixes ("Ltd", "plc", "Inc.") dropped."""
     text = " ".join(str(name).lower().replace(",", " ").split())
@@ -235,9 +239,10 @@ class EntityIndex:
         similar = [i for i, _ in self._trigrams.similar(plain, _CANDIDATE_SIMILARITY, _CANDIDATES)]
         scored = [(1.0, self.names[i]) for i in exact]
         scored += [(self._score(plain, self.names[i]), self.names[i]) for i in similar if i not in exact]
-        # Names that differ only in a legal form normalise alike: the one spelled as asked first.
-        spelled = mention.strip().lower()
-        return sorted(scored, key=lambda s: (-s[0], s[1].name.lower() != spelled, s[1].name))
+        # Names that differ only in a legal form normalise alike: the one spelled as asked first
+        # ("Inc" for "Inc.": punctuation aside).
+        spelled = _spelling(mention)
+        return sorted(scored, key=lambda s: (-s[0], _spelling(s[1].name) != spelled, s[1].name))
 
     def link(self, question: str, max_words: int = 6) -> tuple[list[EntityMatch], list[Unresolved]]:
         """Entity matches for the question's word spans (best first, not overlapping), and
