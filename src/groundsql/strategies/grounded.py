@@ -385,12 +385,13 @@ def _shortlisted(ctx: Context, domain: _Domain, question: str, trace: Trace) -> 
             shortlist = Shortlist({t.name: words(" ".join([t.name, t.description, *(
                 f"{c.name} {c.description}" for c in t.columns)])) for t in domain.schema.tables})
             ctx.resources["grounded_shortlist"] = shortlist
+        # Linked again by its own stage later: tens of milliseconds, and the stages stay apart.
         named = [m.table for m in domain.entities.link(question)[0]] if domain.entities is not None else []
         said = words(question)
         references = {r.table.lower(): r for r in domain.pack.references}
-        facts = [t for t, _ in shortlist.ranked(said, named) if t.lower() not in references]
+        best = [t for t, _ in shortlist.ranked(said, named) if t.lower() not in references][:cfg.shortlist_tables]
         # The tables that join them come too (the foreign-key graph's Steiner tree).
-        linked = connect(domain.schema, facts[:cfg.shortlist_tables], domain.graph)
+        linked = connect(domain.schema, best, domain.graph)
         tables = [*linked.tables, *linked.unconnected]
         by_name = {t.name.lower(): t for t in domain.schema.tables}
         used = {fk.ref_table.lower() for t in tables for fk in by_name[t.lower()].foreign_keys}
