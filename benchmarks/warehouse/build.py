@@ -446,23 +446,18 @@ def candidates(gen: Generator) -> list[dict]:
                               question=f"What is the total {a.amount_words} of all {a.facts} of the {kind} {label}?",
                               gold=f"SELECT SUM(f.{a.amount}) FROM {core} AS f JOIN {a.entity} AS e ON "
                                    f"f.{a.entity}_id = e.{a.entity}_id WHERE {name_expr} = '{label}'"))
-        site_join = ("JOIN site AS si ON f.site_id = si.site_id" if a.entity != "site"
-                     else "JOIN site AS si ON f.site_id = si.site_id")
         for cat in a.category[:3]:
             for site in rng.sample(gen.rows["site"][:20], 2):
                 found.append(dict(template="M2", area=p, category="moderate",
                                   question=f"How many {a.facts} in the category '{cat}' were recorded at {site[1]}?",
                                   gold=f"SELECT COUNT(*) FROM {core} AS f JOIN ref_{p}_category AS c ON "
-                                       f"f.{p}_category_id = c.{p}_category_id {site_join} WHERE "
+                                       f"f.{p}_category_id = c.{p}_category_id JOIN site AS si ON f.site_id = si.site_id WHERE "
                                        f"c.{p}_category_name = '{cat}' AND si.site_name = '{site[1]}'"))
         for country in ("Germany", "France", "United States", "Japan"):
             for year in (2023, 2024):
-                if a.entity in ("customer", "supplier"):
-                    where_country = (f"JOIN ref_country AS co ON e.country_id = co.country_id")
-                    words = f"Which 3 {kind}s in {country}"
-                elif a.entity == "site":
+                if a.entity in ("customer", "supplier", "site"):  # the rows hold their country
                     where_country = "JOIN ref_country AS co ON e.country_id = co.country_id"
-                    words = f"Which 3 sites in {country}"
+                    words = f"Which 3 {kind}s in {country}"
                 else:
                     where_country = ("JOIN site AS si ON f.site_id = si.site_id "
                                      "JOIN ref_country AS co ON si.country_id = co.country_id")

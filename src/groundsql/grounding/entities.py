@@ -134,6 +134,9 @@ def normalize_name(name: str) -> str:
 
 
 _CHUNK = 50_000  # rows a read of names asks for: well under the result byte cap
+# Rows of one entity table read into the index: a million names take about 1.7 GB of memory
+# (measured with 1M company names); a table with more is listed in `truncated`, not cut silently.
+MAX_NAMES = 2_000_000
 
 
 def _name_rows(db: Database, entity: EntityTable, max_names: int) -> list[tuple]:
@@ -169,7 +172,7 @@ class EntityIndex:
 
     @classmethod
     def build(cls, db: Database, entities: Sequence[EntityTable], known_words: Sequence[str] = (),
-              threshold: float = 0.85, max_names: int = 5_000_000) -> "EntityIndex":
+              threshold: float = 0.85, max_names: int = MAX_NAMES) -> "EntityIndex":
         """Read every name column of every entity table (plain SELECTs, read-only), up to
         `max_names` rows a table; the tables cut short are listed in `truncated`."""
         names: list[_Name] = []

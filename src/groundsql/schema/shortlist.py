@@ -6,8 +6,7 @@ words it uses: each table is a bag of stemmed words (its name, its columns' or f
 synonyms and descriptions), each word weighs by how few tables hold it (a word of every table,
 "id", weighs nothing), and a table scores the weight of the question's words it holds, plus a
 bonus for a table the question names a value of (a resolved name, a label), shared among the
-tables that hold it. Ties go by name,
-so the list is the same every time.
+tables that hold it. Ties go by name, so the list is the same every time.
 
 Used by the compiled path (semantic/scope.py: logical tables) and the grounded pipeline
 (strategies/grounded.py: database tables).
@@ -39,8 +38,8 @@ class Shortlist:
     def __init__(self, documents: Mapping[str, set[str]]) -> None:
         self.documents = dict(documents)
         holding: dict[str, int] = defaultdict(int)
-        for words in self.documents.values():
-            for word in words:
+        for bag in self.documents.values():
+            for word in bag:
                 holding[word] += 1
         n = max(len(self.documents), 1)
         self.weight = {w: math.log(1 + n / k) - math.log(2) for w, k in holding.items()}

@@ -134,15 +134,15 @@ def _semantic(ctx: Context, domain: Any, trace: Trace) -> _Semantic | None:
                     by_entity.setdefault(entity.lower(), []).append(ref.name)
             # A warehouse's model is shown in part, per question (semantic/scope.py).
             whole = len(catalog.fields) <= ctx.settings.compiled.whole_catalog_fields
-            system, _ = load_prompt("semantic_request").render(
-                name=pack.name, catalog=render_catalog(catalog) if whole else "", examples="", question="",
-                found="")
+            system = load_prompt("semantic_request").render(
+                name=pack.name, catalog=render_catalog(catalog), examples="", question="", found="")[0].content \
+                if whole else ""
             bank = QueryBank([e for e in domain.bank.examples if e.request], domain.bank.embedder)
             labels = _labels(ctx, pack)
             templates = tuple(e for e in domain.bank.examples if e.params)
             where = {i: _question_mentions(e, domain, labels) for i, e in enumerate(templates)}
             unusable = [templates[i].question for i, found in where.items() if found is None]
-            semantic = _Semantic(pack.name, catalog, system.content if whole else "", {k: tuple(v) for k, v in by_entity.items()},
+            semantic = _Semantic(pack.name, catalog, system, {k: tuple(v) for k, v in by_entity.items()},
                                  bank, templates, {i: m for i, m in where.items() if m is not None}, labels,
                                  last_year_of(catalog, ctx.db))
             step.update(verified_queries=len(templates) - len(unusable))
@@ -210,8 +210,6 @@ def _chat(ctx: Context, semantic: _Semantic, catalog: Catalog, question: str, te
     the part of a large one the question speaks of), the nearest solved examples with their
     requests, the question and the names found in it, under a JSON schema of what the
     question grounds."""
-    system = semantic.system or load_prompt("semantic_request").render(
-        name=semantic.name, catalog=render_catalog(catalog), examples="", question="", found="")[0].content
     schema = request_schema(catalog, terms)
     lines = [f'"{m.mention}" is {m.name!r} ({" or ".join(semantic.entity_dimensions.get(m.table.lower(), ()))})'
              for m in entities if semantic.entity_dimensions.get(m.table.lower())]
@@ -219,9 +217,12 @@ def _chat(ctx: Context, semantic: _Semantic, catalog: Catalog, question: str, te
     examples = semantic.examples.nearest(question, ctx.settings.compiled.k)
     shown = "".join(f"Question: {e.question}\nRequest: {json.dumps(e.request, ensure_ascii=False)}\n\n"
                     for e in examples)
-    system_message, user = load_prompt("semantic_request").render(
-        name=semantic.name, catalog="", examples=shown, question=question.strip(), found=found_text)
-    return ChatRequest(messages=(system_message.model_copy(update={"content": system}), user),
+    system, user = load_prompt("semantic_request").render(
+        name=semantic.name, catalog="" if semantic.system else render_catalog(catalog), examples=shown,
+        question=question.strip(), found=found_text)
+    if semantic.system:  # the whole model, rendered once for every question
+        system = system.model_copy(update={"content": semantic.system})
+    return ChatRequest(messages=(system, user),
                        temperature=0.0, max_tokens=_MAX_TOKENS, seed=ctx.settings.llm.seed, json_schema=schema)
 
 

@@ -26,7 +26,7 @@ import networkx as nx
 
 from groundsql.deadline import in_context
 from groundsql.errors import ConfigError, LLMError
-from groundsql.grounding.entities import EntityIndex, EntityMatch, Unresolved
+from groundsql.grounding.entities import MAX_NAMES, EntityIndex, EntityMatch, Unresolved
 from groundsql.grounding.usage import idle_joins, unused_constraints, unused_text
 from groundsql.grounding.values import looks_empty, missing_filter_values, missing_values_text
 from groundsql.grounding.lookup import (Constraint, ReferenceRows, constraints_from, read_reference,
@@ -137,8 +137,8 @@ def domain_for(ctx: Context, trace: Trace) -> _Domain:
         schema = _annotated(ctx.schema, pack)
         documented = [(j.left, j.right) for j in pack.schema_docs.joins]
         known = _known_words(ctx, pack, schema)
-        entities = (EntityIndex.build(ctx.db, pack.entities, known, ctx.settings.grounded.entity_threshold,
-                                      _MAX_ENTITY_NAMES) if pack.entities else None)
+        entities = (EntityIndex.build(ctx.db, pack.entities, known, ctx.settings.grounded.entity_threshold)
+                    if pack.entities else None)
         embedder = load_embedder() if ctx.settings.grounded.embeddings else None
         domain = _Domain(pack, schema, _domain_text(ctx, pack, schema), join_graph(schema, documented),
                          entities, QueryBank((*pack.bank, *ctx.learned), embedder))
@@ -146,15 +146,10 @@ def domain_for(ctx: Context, trace: Trace) -> _Domain:
                     entity_names=len(entities.names) if entities else 0, bank=len(pack.bank),
                     retrieval=domain.bank.method)
         if entities is not None and entities.truncated:
-            step["entity_names_cut_short"] = (f"only the first {_MAX_ENTITY_NAMES:,} names of "
+            step["entity_names_cut_short"] = (f"only the first {MAX_NAMES:,} names of "
                                               f"{', '.join(entities.truncated)} are linked")
     ctx.resources["grounded"] = domain
     return domain
-
-
-# Rows of one entity table read into the index: a million names take about 1.7 GB of memory
-# (measured with 1M company names); more are said to be cut short, not read silently.
-_MAX_ENTITY_NAMES = 2_000_000
 
 
 def pack_for(ctx: Context) -> DomainPack:
