@@ -74,7 +74,8 @@ def test_an_unknown_word_outside_what_is_asked_for_is_no_reason_to_refuse(demo, 
 
 
 @pytest.mark.parametrize("question, asked", [
-    ("What is the average salary of Hikari Telecom K.K.'s employees?", "average salary"),
+    ("What is the average salary of Hikari Telecom K.K.'s employees?", "salary"),  # "average": how, not what
+    ("What percentage of the shipments booked in 2023 were cancelled?", "shipments booked"),
     ("Which analysts cover Sakura Semiconductor K.K.?", "analysts cover"),
     ("How many tonnes of CO2 did it emit?", "tonnes"),
     ("What will the revenue be?", "revenue"),

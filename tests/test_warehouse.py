@@ -78,3 +78,46 @@ def test_every_gold_answers_on_a_small_build_and_the_set_spans_the_warehouse(sma
         tables |= {t.name for t in sqlglot.parse_one(item["gold_sql"], read="sqlite").find_all(exp.Table)}
     conn.close()
     assert len(tables) >= 35 and len({t.split("_")[0] for t in tables if "_" in t and not t.startswith("ref")}) >= 12
+
+
+@pytest.fixture(scope="module")
+def drafted(small: Path, tmp_path_factory) -> Path:
+    from groundsql.db import Database
+    from groundsql.packs.draft import draft_pack
+
+    pack = tmp_path_factory.mktemp("warehouse") / "pack"  # as `groundsql init` drafts it
+    with Database(f"sqlite:///{small}") as db:
+        draft_pack(db, pack)
+    return pack
+
+
+@pytest.fixture(scope="module")
+def prepared() -> dict:
+    return {}  # what the path builds once per database (its catalog, the names' index), shared
+
+
+@pytest.mark.parametrize("question, asks", [
+    # "Closed" is a status the question filters by, not the closing balance of seven snapshots.
+    ("How many shipments are closed?", None),
+    ("Which 3 customers in Germany had the highest total invoiced amount of closed customer invoices in 2023?", None),
+    # The drafted model has no word for quality or compliance (`qa_`, `rsk_`), but it has inspections,
+    # incidents and handling minutes: an unknown word beside them is no reason to refuse.
+    ("How many quality inspections in the category 'Incoming' were recorded at Malmo Distribution Centre?", None),
+    ("What was the total handling time in minutes of support tickets in 2023?", None),
+    ("How many patents does the company hold?", "out_of_scope"),
+])
+def test_a_drafted_warehouse_pack_asks_back_only_where_the_domain_gives_a_reason(small, drafted, prepared, question,
+                                                                                 asks) -> None:
+    from groundsql.config import Settings
+    from groundsql.db import Database
+    from groundsql.packs.load import load_pack
+    from groundsql.strategies import Context, get_strategy
+    from tests.test_compiled import Scripted
+
+    llm = Scripted("-")  # no request the path can use: a question not asked back reaches the model
+    settings = Settings.model_validate({"grounded": {"embeddings": False}})
+    with Database(f"sqlite:///{small}") as db:
+        answer = get_strategy("compiled")(question, Context(db=db, llm=llm, settings=settings,
+                                                            pack=load_pack(drafted), resources=prepared))
+    assert (answer.clarification.kind if answer.clarification else None) == asks, answer.grounds
+    assert bool(llm.requests) == (asks is None)

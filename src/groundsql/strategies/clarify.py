@@ -59,8 +59,13 @@ measure measured offer own owned pay post posted rank ranked report reported ser
 traded use used using database data table tables record records row rows result results order
 alphabetical ascending descending first second third fourth fifth last next previous latest earliest
 one two three four five six seven eight nine ten hundred thousand million billion trillion
+time times minute minutes hour hours day days week weeks
 """.split())
 _GENERAL_STEMS = frozenset(w for word in _GENERAL_WORDS for w in stems(word))
+# Words of aggregation and proportion: they say how to sum up what is asked ("the percentage
+# of the shipments"), not what it is.
+_AGGREGATION_WORDS = frozenset("""average mean median sum minimum maximum min max overall typical percentage
+percent proportion share fraction ratio""".split())
 # Where the words of what a question asks for end.
 _ASKED_ENDS = frozenset("""
 of in for at on by from with to per does did do is are was were has have had will would be been being
@@ -163,9 +168,13 @@ def _shared_word(question: str, catalog: Catalog, terms: Terms,
     said = stems(text)
     fields = [*catalog.of_kind("measure", "derived"), *catalog.of_kind("fact")]
     named = [ref for ref in fields if named_by(said, _phrases(ref))]
+    # "How many shipments are closed?": a word of a value the question names (a status
+    # "Closed") filters; it means no measure ("closing balance").
+    valued = {stem for listed in terms.values.values() for value in listed if isinstance(value, str)
+              for stem in stems(value)}
     for word in re.findall(r"[A-Za-z]+", text):
         stem = next(iter(stems(word)), None) if word.lower() not in _FUNCTION_WORDS else None
-        if stem is None:
+        if stem is None or stem in valued:
             continue
         sharing = [ref for ref in fields if stem in _words_of(ref)]
         if len(sharing) < 2 or any(ref in named for ref in sharing):
@@ -211,12 +220,24 @@ def _unknown_subject(question: str, catalog: Catalog, entities: EntityIndex | No
     """What the question asks for is a word nothing of the domain uses ("the average salary
     of", "how many patents"): out of scope. Only the words of what is asked count: an unknown
     word elsewhere ("... or later", "in Swedish kronor") is no reason to refuse."""
-    unknown = unknown_words(asked_for(question, matches), catalog, entities)
-    if not unknown:
+    asked = asked_for(question, matches)
+    unknown = unknown_words(asked, catalog, entities)
+    if not unknown or _names_something(asked, catalog):
         return None
     return Clarification("out_of_scope", f"Out of scope: the database holds nothing on {unknown[0]!r}.",
                          about=unknown[0], why=f"what the question asks for ({', '.join(unknown)}) is a word "
                                                "the semantic model, its values and names do not use")
+
+
+def _names_something(asked: str, catalog: Catalog) -> bool:
+    """Whether a word of what is asked is one the domain uses (not a word of aggregation):
+    "quality inspections" asks for inspections, a thing the domain holds, whatever it calls
+    quality; "handling time" is the domain's handling_minutes. An unknown word beside it
+    qualifies what is asked, and the model is shown the fields to choose from."""
+    known = _vocabulary(catalog)
+    return any(stems(word) <= known for word in re.findall(r"[A-Za-z][A-Za-z0-9]*", asked)
+               if len(word) > 2 and word.lower() not in _FUNCTION_WORDS | _GENERAL_WORDS | _AGGREGATION_WORDS
+               and not stems(word) & _GENERAL_STEMS)
 
 
 def asked_for(question: str, matches: Sequence[EntityMatch] = ()) -> str:
@@ -229,7 +250,8 @@ def asked_for(question: str, matches: Sequence[EntityMatch] = ()) -> str:
     words: list[str] = []
     for word in re.findall(r"§|[\w'-]+", text):
         lower = word.lower()
-        if not words and (lower in _FUNCTION_WORDS or lower in _GENERAL_WORDS or _JUDGEMENT.fullmatch(word)):
+        if not words and (lower in _FUNCTION_WORDS or lower in _GENERAL_WORDS or lower in _AGGREGATION_WORDS
+                          or _JUDGEMENT.fullmatch(word)):
             continue
         if word == "§" or lower in _ASKED_ENDS:
             break
