@@ -5,7 +5,11 @@ engine's own wall, and the validator's Spark dialect."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import tempfile
 import time
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -115,6 +119,32 @@ def test_a_columns_spark_type_follows_its_values(declared, kinds, expected) -> N
 # -- on the server ----------------------------------------------------------------------------
 
 _DEMO = Database(demo_database_url())
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="runs a command as nobody")
+def test_spark_installed_in_a_private_folder_is_staged_where_the_servers_user_reaches_it(tmp_path) -> None:
+    # A virtual environment under `mktemp -d` or a home folder (0700): the server, run as
+    # nobody, could not start spark-submit there; its scripts and jars are linked into the
+    # scratch folder the server owns.
+    from groundsql.db.sparkserver import _reaches, _staged
+
+    private = tmp_path / "private"
+    (private / "spark" / "bin").mkdir(parents=True)
+    (private / "spark" / "jars").mkdir()
+    script = private / "spark" / "bin" / "spark-submit"
+    script.write_text("#!/bin/sh\nexit 0\n")
+    script.chmod(0o755)
+    (private / "spark" / "jars" / "spark-core.jar").write_bytes(b"jar")
+    private.chmod(0o700)
+    scratch = Path(tempfile.mkdtemp(prefix="groundsql-spark-"))  # as serve() makes its own
+    try:
+        shutil.chown(scratch, "nobody")
+        assert not _reaches(script, "nobody")
+        staged = _staged(private / "spark", scratch)
+        assert _reaches(staged / "bin" / "spark-submit", "nobody")
+        assert (staged / "jars" / "spark-core.jar").read_bytes() == b"jar"
+    finally:
+        shutil.rmtree(scratch)
 
 
 def test_the_copy_keeps_tables_columns_keys_and_row_counts(spark_url) -> None:

@@ -192,12 +192,14 @@ def serve(folder: Path, *, host: str = "127.0.0.1", port: int = PORT, query_time
         "spark.hadoop.hive.server2.thrift.bind.host": host,
         "spark.hadoop.hive.server2.thrift.port": str(port),
     })
+    if user:
+        shutil.chown(scratch, user)
     home = spark_home()
+    if user and not _reaches(home / "bin" / "spark-submit", user):
+        home = _staged(home, scratch)
     command = [str(home / "bin" / "spark-submit"), "--master", "local[2]", "--class", THRIFT_SERVER,
                "--name", "groundsql", *[arg for key, value in settings.items() for arg in ("--conf", f"{key}={value}")],
                "spark-internal"]
-    if user:
-        shutil.chown(scratch, user)
     try:
         with (scratch / "server.log").open("wb") as log:  # the child keeps its own handle
             process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, user=user, cwd=scratch,
@@ -227,6 +229,31 @@ def serve(folder: Path, *, host: str = "127.0.0.1", port: int = PORT, query_time
     process.terminate()
     raise ConfigError(f"the Spark Thrift server did not listen on {host}:{port} within 180 s "
                       f"(its log: {scratch / 'server.log'})")
+
+
+def _reaches(path: Path, user: str) -> bool:
+    """Whether `user` may run `path` (every folder above it open to them)."""
+    try:
+        return subprocess.run(["test", "-x", str(path)], user=user, timeout=10).returncode == 0
+    except (OSError, KeyError, subprocess.SubprocessError):
+        return False
+
+
+def _staged(home: Path, scratch: Path) -> Path:
+    """Spark's scripts, settings and jars where the server's user can reach them: pyspark may be
+    installed in a folder private to its owner (a virtual environment in a home folder or a
+    `mktemp -d`). Hard links cost no space; across file systems the files are copied."""
+    def link(source: str, target: str) -> None:
+        try:
+            os.link(source, target)
+        except OSError:
+            shutil.copy2(source, target)
+
+    staged = scratch / "spark"
+    for part in ("bin", "conf", "jars"):
+        if (home / part).is_dir():
+            shutil.copytree(home / part, staged / part, copy_function=link)
+    return staged
 
 
 def spark_home() -> Path:
