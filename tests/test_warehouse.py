@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import re
 import sqlite3
 import sys
 from pathlib import Path
@@ -121,3 +122,7 @@ def test_a_drafted_warehouse_pack_asks_back_only_where_the_domain_gives_a_reason
                                                             pack=load_pack(drafted), resources=prepared))
     assert (answer.clarification.kind if answer.clarification else None) == asks, answer.grounds
     assert bool(llm.requests) == (asks is None)
+    for request in llm.requests[:1]:  # a monthly snapshot's 36 month starts are shown as their range
+        prompt = request.messages[0].content
+        assert "dates, 2022-01-01 to 2024-12-01" in prompt or "month_start" not in prompt
+        assert max(len(re.findall(r"\d{4}-\d{2}-\d{2}", line)) for line in prompt.splitlines()) <= 2

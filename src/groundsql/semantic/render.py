@@ -4,10 +4,13 @@ question's prompt (computed once per database), so it spends words on meaning, n
 
 from __future__ import annotations
 
+import re
+
 from groundsql.semantic.catalog import Catalog, FieldRef
 from groundsql.semantic.model import SCALES
 
 _VALUES_SHOWN = 40
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}([ T][\d:.]+)?")
 
 
 def render_catalog(catalog: Catalog) -> str:
@@ -25,7 +28,11 @@ def render_catalog(catalog: Catalog) -> str:
     lines += ["", "Dimensions (what to show, group by or filter on):"]
     for ref in catalog.of_kind("dimension"):
         values = catalog.values.get(ref.name)
-        if values:
+        if values and all(_DATE.fullmatch(str(v)) for v in values):
+            # A warehouse's month_start: 36 dates say no more than their first and last.
+            lines.append(f"- {ref.name}{_about(ref)}: {len(values)} dates, {min(map(str, values))} to "
+                         f"{max(map(str, values))}")
+        elif values:
             shown = ", ".join(map(str, values[:_VALUES_SHOWN])) + (", ..." if len(values) > _VALUES_SHOWN else "")
             lines.append(f"- {ref.name}{_about(ref)}: {shown}")
         elif ref.source.entity:  # type: ignore[union-attr]
