@@ -11,10 +11,12 @@ back"), deterministic and without a model call, checked in this order:
   N.V.", and the question names neither in full;
 - a word two measures share and neither is named: "income" (net income, operating income),
   "margin" (five of them). Where the semantic model gives the word as a synonym of one measure
-  ("profit" for net income), the team has answered the question already: no ask;
+  ("profit" for net income), the team has answered the question already: no ask; nor where it
+  is a word of a value the question names ("closed shipments": a status, not closing balances);
 - a judgement with no measure to judge by: "the biggest company", "the best exchange";
 - what the question asks for is a word the domain knows nothing of ("the average salary of",
-  "how many patents"): out of scope. (Offering the 1.5B model `{"out_of_scope": word}` as an
+  "how many patents") and holds no other word the domain uses ("quality inspections" asks for
+  inspections, whatever a drafted model calls quality): out of scope. (Offering the 1.5B model `{"out_of_scope": word}` as an
   answer instead was tried: it never chose it, on 6 such questions of 6.)
 
 A clarification's options carry the question each stands for: a reply that picks one (its
