@@ -126,3 +126,34 @@ def test_a_drafted_warehouse_pack_asks_back_only_where_the_domain_gives_a_reason
         prompt = request.messages[0].content
         assert "dates, 2022-01-01 to 2024-12-01" in prompt or "month_start" not in prompt
         assert max(len(re.findall(r"\d{4}-\d{2}-\d{2}", line)) for line in prompt.splitlines()) <= 2
+
+
+def _rounded(rows) -> list[tuple]:
+    from decimal import Decimal
+
+    return [tuple(round(float(v), 2) if isinstance(v, (int, float, Decimal)) and not isinstance(v, bool) else
+                  str(v) if v is not None else None for v in row) for row in rows]
+
+
+def test_the_warehouse_loads_into_spark_and_every_gold_answers_there_as_on_sqlite(small: Path) -> None:
+    pytest.importorskip("pyhive")
+    from groundsql.db import Database
+    from groundsql.evaluation.execution_match import results_match
+    from tests.conftest import spark_copies
+
+    items = [json.loads(line) for line in (ROOT / "questions.jsonl").read_text().splitlines()]
+    conn = sqlite3.connect(small)
+    with spark_copies([(f"sqlite:///{small}", "warehouse")]) as (port, _), \
+            Database(f"hive://127.0.0.1:{port}/warehouse") as spark:
+        assert len(spark.introspect().tables) == len(conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'").fetchall())
+        differ = []
+        for item in items:
+            expected = conn.execute(item["gold_sql"]).fetchall()
+            sql = sqlglot.transpile(item["gold_sql"], read="sqlite", write="spark")[0]
+            got = spark.execute(sql, max_rows=10_000).rows
+            ordered = "order by" in item["gold_sql"].lower()
+            if not results_match(_rounded(expected), _rounded(got), ordered):
+                differ.append(f"{item['id']}: {sql}\n  SQLite {expected[:3]}\n  Spark  {got[:3]}")
+    conn.close()
+    assert not differ, "\n".join(differ)
