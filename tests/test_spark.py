@@ -221,3 +221,12 @@ def test_a_server_that_is_down_is_one_sentence() -> None:
 
 def _rounded(row: tuple) -> tuple:
     return tuple(round(v, 6) if isinstance(v, float) else str(v) if v is not None else None for v in row)
+
+
+def test_a_database_the_server_does_not_hold_is_one_line_not_a_stack_trace(spark_url) -> None:
+    missing = spark_url.rsplit("/", 1)[0] + "/no_such_database"
+    with pytest.raises(DatabaseError) as refused:
+        Database(missing).execute("SELECT 1")
+    message = str(refused.value)
+    assert "SCHEMA_NOT_FOUND" in message and "no_such_database" in message
+    assert "\n" not in message and "org.apache" not in message and len(message) < 400

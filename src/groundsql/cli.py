@@ -535,7 +535,9 @@ def spark_load(
     from groundsql.db.sparkserver import load
 
     with err.status("Copying into Parquet with Spark…"):
-        target = load(demo_database_url() if source == "demo" else source, Path(folder), name)
+        # The demo's copy is `demo`, as the README's hive://.../demo asks for (its file is findemo).
+        target = load(demo_database_url() if source == "demo" else source, Path(folder),
+                      name or ("demo" if source == "demo" else None))
     show(out, f"{target} (serve it with: groundsql spark serve {folder})")
 
 

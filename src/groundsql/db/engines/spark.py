@@ -36,12 +36,15 @@ class SparkEngine:
     reader_grants = ""
 
     def connect(self, spec: dict[str, Any]) -> Any:
-        from pyhive import hive
+        from pyhive import exc, hive
 
         from groundsql.db.sparkserver import NARROWING, QUERY_TIMEOUT_SETTING
 
-        conn = hive.connect(host=spec["host"], port=spec["port"], username=spec["user"] or "groundsql",
-                            database=spec["database"])
+        try:
+            conn = hive.connect(host=spec["host"], port=spec["port"], username=spec["user"] or "groundsql",
+                                database=spec["database"])
+        except exc.OperationalError as err:  # no such database: Spark's sentence, not its stack trace
+            raise SparkRefused(spark_message(err)) from None
         try:
             cursor = conn.cursor()
             settings = {}
