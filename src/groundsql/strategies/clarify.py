@@ -16,8 +16,9 @@ back"), deterministic and without a model call, checked in this order:
 - a judgement with no measure to judge by: "the biggest company", "the best exchange";
 - what the question asks for is a word the domain knows nothing of ("the average salary of",
   "how many patents") and holds no other word the domain uses ("quality inspections" asks for
-  inspections, whatever a drafted model calls quality): out of scope. (Offering the 1.5B model `{"out_of_scope": word}` as an
-  answer instead was tried: it never chose it, on 6 such questions of 6.)
+  inspections, whatever a drafted model calls quality): out of scope. (Offering the 1.5B model
+  `{"out_of_scope": word}` as an answer instead was tried: it never chose it, on 6 such
+  questions of 6.)
 
 A clarification's options carry the question each stands for: a reply that picks one (its
 number, its label, or words of it) asks that question, with no model call
@@ -238,8 +239,15 @@ def _names_something(asked: str, catalog: Catalog) -> bool:
     qualifies what is asked, and the model is shown the fields to choose from."""
     known = _vocabulary(catalog)
     return any(stems(word) <= known for word in re.findall(r"[A-Za-z][A-Za-z0-9]*", asked)
-               if len(word) > 2 and word.lower() not in _FUNCTION_WORDS | _GENERAL_WORDS | _AGGREGATION_WORDS
-               and not stems(word) & _GENERAL_STEMS)
+               if _says_something(word) and word.lower() not in _AGGREGATION_WORDS)
+
+
+def _says_something(word: str) -> bool:
+    """Whether a word of a question can name a thing of the domain: not a function word, nor
+    one any question about data uses, nor one of one or two letters."""
+    lower = word.lower()
+    return len(lower) > 2 and lower not in _FUNCTION_WORDS and lower not in _GENERAL_WORDS \
+        and not stems(word) & _GENERAL_STEMS
 
 
 def asked_for(question: str, matches: Sequence[EntityMatch] = ()) -> str:
@@ -273,8 +281,7 @@ def unknown_words(question: str, catalog: Catalog, entities: EntityIndex | None,
     unknown = []
     for word in re.findall(r"[A-Za-z][A-Za-z0-9]*", text):
         lower = word.lower()
-        if lower in _FUNCTION_WORDS or lower in _GENERAL_WORDS or len(lower) < 3 \
-                or re.fullmatch(r"(fy|q|h)\d*|\w+(ed|ing|est|ly)", lower) or stems(word) & _GENERAL_STEMS:
+        if not _says_something(word) or re.fullmatch(r"(fy|q|h)\d*|\w+(ed|ing|est|ly)", lower):
             continue
         if lower.endswith("ves"):  # "halves": half
             lower = lower[:-3] + "f"
