@@ -395,6 +395,18 @@ def test_the_schema_admits_only_the_models_names_and_found_values(catalog) -> No
     assert both["currency"]["anyOf"][1]["items"] == {"enum": ["SGD", "USD"]}
 
 
+
+@pytest.mark.parametrize("question, month", [
+    ("How many deals were announced in 2023?", False),  # no month named: the year's fields only
+    ("How many deals were announced in March 2023?", True),
+    ("How many deals were announced in 2023-03?", True),
+])
+def test_a_months_field_is_offered_only_when_the_question_names_a_month(catalog, question, month) -> None:
+    props = request_schema(catalog, terms_of(question, catalog))["properties"]
+    filters = {f["properties"]["field"]["const"] for f in props["where"]["items"]["anyOf"]}
+    assert "announced_year" in filters
+    assert ("announced_month" in filters) == month
+
 @pytest.mark.parametrize("question, codes", [
     ("in millions of US dollars", ["USD"]), ("in Canadian dollars", ["CAD"]), ("in euros and in dollars", ["EUR", "USD"]),
     ("in yen", ["JPY"]), ("How many companies?", []), ("in Swiss francs", ["CHF"]),

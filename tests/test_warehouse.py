@@ -128,6 +128,31 @@ def test_a_drafted_warehouse_pack_asks_back_only_where_the_domain_gives_a_reason
         assert max(len(re.findall(r"\d{4}-\d{2}-\d{2}", line)) for line in prompt.splitlines()) <= 2
 
 
+def test_a_tie_between_two_joins_is_broken_by_the_table_the_request_shows(small: Path, drafted: Path) -> None:
+    """A shipment reaches a country through its customer and through its site: a request that
+    shows customers means the customer's country (and the grounds say so); one that shows no
+    table of either way stays an error that asks for `via`."""
+    from groundsql.db import Database
+    from groundsql.packs.load import load_pack
+    from groundsql.semantic.compile import CompileError, compile_request
+    from groundsql.semantic.load import catalog_for
+    from groundsql.semantic.request import Request
+
+    pack = load_pack(drafted)
+    with Database(f"sqlite:///{small}") as db:
+        catalog = catalog_for(pack.semantic, db.introspect(), pack.semantic_path, tuple(e.table for e in pack.entities))
+        request = {"select": ["customer", "total_freight_cost"], "where": [{"field": "country", "value": "Germany"}]}
+        compiled = compile_request(catalog, Request.model_validate(request))
+        assert any("customer" in note and "site" in note for note in compiled.notes), compiled.notes
+        hand = ("SELECT e.customer_name, SUM(f.freight_cost) FROM lgs_shipment f JOIN customer e "
+                "ON f.customer_id = e.customer_id JOIN ref_country co ON e.country_id = co.country_id "
+                "WHERE co.country_name = 'Germany' GROUP BY e.customer_id, e.customer_name")
+        got, want = db.execute(compiled.sql).rows, db.execute(hand).rows
+        assert want and sorted(_rounded(got)) == sorted(_rounded(want))
+        with pytest.raises(CompileError, match="two ways"):
+            compile_request(catalog, Request.model_validate({**request, "select": ["total_freight_cost"]}))
+
+
 def _rounded(rows) -> list[tuple]:
     from decimal import Decimal
 

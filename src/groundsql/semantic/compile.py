@@ -11,9 +11,11 @@ twice:
   dimensions, and the results joined on them (drill-across). Without measures, it is the
   table from which every named field is reached with the fewest row-repeating (one-to-many)
   steps: a listing of a person's roles starts at the roles, not at the people.
-- Every other table is reached along the shortest path of automatic relationships (a tie
-  between two paths is an error: the model must say which, with `via`), then along the
-  field's own `via` relationships (a deal's target, a company's parent).
+- Every other table is reached along the shortest path of automatic relationships, then along
+  the field's own `via` relationships (a deal's target, a company's parent). Of two equally
+  short paths, the one through a table the request's other fields are on is taken (a
+  customer's country when the request shows customers), and said in the notes; else the tie
+  is an error: the model must say which, with `via`.
 - A filter on a table that is reached through a one-to-many step is an EXISTS subquery, so it
   narrows rows without repeating them; a dimension reached that way next to a measure is
   refused (the fan-out trap), never joined.
@@ -45,6 +47,7 @@ from groundsql.semantic.request import Filter, Request
 __all__ = ["CompileError", "Compiled", "compile_request"]
 
 _MAX_PATH = 5  # relationships between the base and any table a request reaches
+_TIES = 4  # equally short paths kept to one table: a tie is broken by the tables a request names
 _FIRST = "m1"  # the first table's subquery, when measures of several are joined
 
 
@@ -369,6 +372,7 @@ class _Compiler:
         self.used_aliases: set[str] = set()
         self.rate_joins: dict[tuple[str, str], tuple[str, str | None]] = {}
         self._paths: dict[str, Path] = {}
+        self.used_tables: set[str] = set()  # the logical tables of the request's fields
 
     # -- the plan ------------------------------------------------------------------------------
 
@@ -408,6 +412,7 @@ class _Compiler:
         unique = {f.model_dump_json(): f for f in req.where}  # a filter the model repeated counts once
         filters = [(f, self._ref(f.field, None, "filter")) for f in unique.values()]
         filters = self._without_repeats(filters)
+        self.used_tables = {ref.table for ref in chosen} | {ref.table for _, ref in filters}
         if not measures and not dims:
             raise CompileError("the request selects nothing")
         filters = self._defaults(measures, dims, filters)
@@ -609,9 +614,9 @@ class _Compiler:
         if start == goal:
             return ()
         # Breadth first by length, keeping for each (table, gone up yet) the cheapest paths
-        # there (two at most: enough to see a tie). A costlier way to a table cannot become the
-        # cheaper with the same steps after it, so nothing else is needed: on a warehouse of
-        # 500 tables, listing every path instead took minutes.
+        # there (a few at most: enough to see a tie and break it). A costlier way to a table
+        # cannot become the cheaper with the same steps after it, so nothing else is needed: on
+        # a warehouse of 500 tables, listing every path instead took minutes.
         State = tuple[str, bool]
         best: dict[State, tuple[tuple[int, int], list[Path]]] = {(start, False): ((0, 0), [()])}
         frontier = dict(best)
@@ -635,7 +640,7 @@ class _Compiler:
                             held = table.get(state)
                             if held is None or new_cost < held[0]:
                                 table[state] = (new_cost, [new])
-                            elif new_cost == held[0] and len(held[1]) < 2 and new not in held[1]:
+                            elif new_cost == held[0] and len(held[1]) < _TIES and new not in held[1]:
                                 held[1].append(new)
             frontier = {state: best[state] for state in reached if best[state][0] == reached[state][0]}
         found = [(cost, path) for (table, _), (cost, paths) in best.items() if table == goal for path in paths]
@@ -645,9 +650,27 @@ class _Compiler:
         best_cost, best = found[0]
         ties = [p for cost, p in found[1:] if cost == best_cost and p != best]
         if ties and strict:
-            raise CompileError(f"{goal} is reached from {start} in two ways ({_describe(best)}; "
-                               f"{_describe(ties[0])}): the semantic model must name one with via")
+            chosen = self._through_used([best, *ties])
+            if chosen is None:
+                raise CompileError(f"{goal} is reached from {start} in two ways ({_describe(best)}; "
+                                   f"{_describe(ties[0])}): the semantic model must name one with via")
+            others = "; ".join(_describe(p) for p in (best, *ties) if p != chosen)
+            self.notes.append(f"{goal} reached through {_describe(chosen)}, a table the request names, "
+                              f"not {others}")
+            return chosen
         return best
+
+    def _through_used(self, paths: list[Path]) -> Path | None:
+        """Of equally short paths, the one through the most tables the request's other fields
+        are on ("customers in Germany" showing the customer: the customer's country, not the
+        site's); None when none or several pass through as many."""
+        def used(path: Path) -> int:
+            return sum(step.leads_to() in self.used_tables for step in path[:-1])
+
+        counts = sorted(((used(p), p) for p in paths), key=lambda item: -item[0])
+        if counts[0][0] == 0 or len(counts) > 1 and counts[1][0] == counts[0][0]:
+            return None
+        return counts[0][1]
 
     def _field_path(self, ref: FieldRef) -> Path:
         to_table = self._path_to(ref.table)

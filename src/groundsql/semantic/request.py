@@ -343,6 +343,10 @@ def _filter_schema(catalog: Catalog, ref: FieldRef, terms: Terms) -> dict[str, A
                 else {"enum": list(dict.fromkeys(terms.years))}
         elif terms.years is not None and not terms.years:
             return None  # every date the question could mean names its year
+        elif ref.grain in ("month", "day") and terms.years is not None and not terms.dated & {"month", "day"}:
+            # "in 2023" names no month: a month's field could only be filled by a guess (or by
+            # each of the twelve, until the tokens run out).
+            return None
         else:
             one = {"type": "string", "pattern": _date_pattern(ref.grain, terms)}
         ops = ["=", "<", "<=", ">", ">=", "between"] if terms.compares or terms.year_ranges else ["="]
