@@ -128,6 +128,77 @@ def test_a_drafted_warehouse_pack_asks_back_only_where_the_domain_gives_a_reason
         assert max(len(re.findall(r"\d{4}-\d{2}-\d{2}", line)) for line in prompt.splitlines()) <= 2
 
 
+def test_a_question_reads_its_subject_area_whole_and_the_areas_questions_share_that_prompt(small, drafted,
+                                                                                          prepared) -> None:
+    """The drafted warehouse model has subject areas in its names (sls_, lgs_, ...): each
+    question's system message is its area, the same text for every question of that area (one
+    saved prompt state), with the shared tables it reaches; the question's other tables come
+    after, in its own message."""
+    from groundsql.config import Settings
+    from groundsql.db import Database
+    from groundsql.packs.load import load_pack
+    from groundsql.strategies import Context, get_strategy
+    from tests.test_compiled import Scripted
+
+    settings = Settings.model_validate({"grounded": {"embeddings": False}, "compiled": {"fallback": False}})
+    asked = {}
+    with Database(f"sqlite:///{small}") as db:
+        for question in ("How many shipments are closed?", "What is the total freight cost of all shipments of the "
+                         "customer Ashshaw Tools Inc.?", "How many work orders are closed?",
+                         "How many customer invoices are closed?"):
+            llm = Scripted("-")
+            answer = get_strategy("compiled")(question, Context(db=db, llm=llm, settings=settings,
+                                                                pack=load_pack(drafted), resources=prepared))
+            asked[question] = (answer.grounds, llm.requests[0].messages)
+    (ships, (ships_system, _)), (freight, (freight_system, _)) = [asked[q] for q in list(asked)[:2]]
+    assert ships["area"] == freight["area"] == "lgs" and ships_system.content == freight_system.content
+    for table in ("lgs_shipment", "ref_lgs_status", "customer", "ref_country"):  # its own, and shared ones
+        assert table in ships["scope"]
+    assert "sls_order" not in ships["scope"] and "- lgs_status:" in ships_system.content
+    works, (works_system, _) = asked["How many work orders are closed?"]
+    assert works["area"] == "mfg" and works_system.content != ships_system.content  # not the sls_order tables'
+    # Invoices are an area of their own (fin_); a question that ranks another area's table first
+    # still reads fin_invoice, after its area.
+    invoices, (_, invoices_user) = asked["How many customer invoices are closed?"]
+    assert "fin_invoice" in invoices["scope"]
+    if invoices["area"] != "fin":
+        assert "More of the semantic model" in invoices_user.content and "fin_invoice" in invoices_user.content
+
+
+def test_an_area_too_long_to_show_whole_gives_way_to_the_questions_own_scope(small, drafted, monkeypatch) -> None:
+    from groundsql.db import Database
+    from groundsql.packs.load import load_pack
+    from groundsql.semantic import scope as scope_module
+    from groundsql.semantic.load import catalog_for
+    from groundsql.semantic.terms import terms_of
+
+    pack = load_pack(drafted)
+    question = "How many shipments are closed?"
+    with Database(f"sqlite:///{small}") as db:
+        for limit, area in ((100_000, "lgs"), (1_000, None)):
+            monkeypatch.setattr(scope_module, "_AREA_MAX_CHARS", limit)
+            catalog = catalog_for(pack.semantic, db.introspect(), pack.semantic_path,
+                                  tuple(e.table for e in pack.entities))
+            scope = scope_module.scoped(catalog, question, terms_of(question, catalog), 8)
+            assert scope.area == area and (scope.shared is None) == (area is None)
+            assert "lgs_shipment" in scope.tables and len(scope.tables) <= (60 if area else 8 + 3)
+
+
+def test_a_model_without_areas_in_its_names_reads_its_scope_alone() -> None:
+    from groundsql.api import demo_database_url
+    from groundsql.db import Database
+    from groundsql.semantic.scope import areas, scoped
+    from groundsql.semantic.terms import terms_of
+    from tests.test_semantic import catalog_of
+
+    catalog = catalog_of(Database(demo_database_url()))
+    assert areas(catalog) == {}
+    question = "How many companies are in Japan?"
+    scope = scoped(catalog, question, terms_of(question, catalog), 3)
+    assert scope.area is None and scope.shared is None and scope.extra is None
+    assert scope.tables[0] == "companies" and len(scope.tables) <= 3 + 3  # and tables of the values it names
+
+
 def test_a_tie_between_two_joins_is_broken_by_the_table_the_request_shows(small: Path, drafted: Path) -> None:
     """A shipment reaches a country through its customer and through its site: a request that
     shows customers means the customer's country (and the grounds say so); one that shows no

@@ -4,7 +4,10 @@ For every question of a JSONL set, the compiled path (the default with a semanti
 scope of the model, `grounds.scope`) and the grounded pipeline (its fallback: its shortlist,
 `grounds.shortlist`) run with a stand-in model that answers nothing usable. Reported per question and overall: the recall of the gold's tables
 among the tables shown (a logical table counts as its database table), how many tables were
-shown, the characters of the longest prompt sent, and the time spent outside the model.
+shown, the characters of the longest prompt sent, and the time spent outside the model; for the
+compiled path's request, the characters of its system message (its area, shared by the area's
+questions: a prompt state computed once) and of its own message, and how many distinct system
+messages the set needs.
 
     .venv/bin/python benchmarks/warehouse/linking.py benchmarks/warehouse/questions.jsonl \\
         --db sqlite:///benchmarks/warehouse/warehouse.sqlite --pack runs/warehouse-pack
@@ -56,6 +59,7 @@ def main() -> None:
     settings = Settings.model_validate({"grounded": {"embeddings": False}})
     resources: dict = {}
     rows = []
+    systems: set[str] = set()
     for line in open(args.questions):
         item = json.loads(line)
         llm = Unhelpful()
@@ -63,6 +67,8 @@ def main() -> None:
         start = time.perf_counter()
         answer = get_strategy("compiled")(item["question"], ctx)
         spent = time.perf_counter() - start
+        system, own = (m.content for m in llm.requests[0].messages[:2]) if llm.requests else ("", "")
+        systems.add(system)
         grounded = get_strategy("grounded")(item["question"], replace(ctx, llm=llm))
         gold = gold_tables(item["gold_sql"])
         scope = {logical.get(t, t.lower()) for t in answer.grounds.get("scope", [])}
@@ -72,6 +78,7 @@ def main() -> None:
                      "shortlist_recall": len(gold & shortlist) / len(gold), "shortlist_tables": len(shortlist),
                      "longest_prompt_chars": max((sum(len(m.content) for m in r.messages) for r in llm.requests),
                                                  default=0),
+                     "area": answer.grounds.get("area"), "system_chars": len(system), "own_chars": len(own),
                      "seconds": spent, "missed": sorted(gold - shortlist)})
         print(json.dumps(rows[-1]))
     n = len(rows)
@@ -84,6 +91,9 @@ def main() -> None:
           f"{statistics.median(r['longest_prompt_chars'] for r in rows):,.0f} chars (median), "
           f"{max(r['longest_prompt_chars'] for r in rows):,} (max); outside the model "
           f"{statistics.median(r['seconds'] for r in rows[1:] or rows):.2f} s a question (median, after the first)")
+    print(f"compiled request: system message {statistics.median(r['system_chars'] for r in rows):,.0f} chars, "
+          f"its own message {statistics.median(r['own_chars'] for r in rows):,.0f} (medians); "
+          f"{len(systems)} distinct system messages for {n} questions")
 
 
 if __name__ == "__main__":

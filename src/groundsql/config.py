@@ -57,7 +57,9 @@ class LLMConfig(_Frozen):
     parallel: int = Field(4, ge=1, le=16)
     prefix_cache: bool = True
     prefix_cache_dir: Path | None = None  # default: <data home>/prompt-states
-    prefix_cache_mb: int = Field(2048, ge=0)  # least recently used states are deleted beyond it
+    # Least recently used states are deleted beyond it (the demo's is 70 MB; a warehouse area's,
+    # semantic/scope.py, 160 MB).
+    prefix_cache_mb: int = Field(4096, ge=0)
     replay_dir: Path | None = None  # replay backend: where recordings live
     record: bool = False  # replay backend: call `record_from` on a miss and store the answer
 
@@ -179,6 +181,10 @@ class CompiledConfig(_Frozen):
     # would not fit the model's context).
     whole_catalog_fields: int = Field(400, ge=1)
     scope_tables: int = Field(8, ge=1, le=50)
+    # Where the model's names show subject areas, a question reads its area whole (the same
+    # prompt for every question of the area: its state is computed once) and the tables it
+    # ranks high beyond it; off: its best `scope_tables` tables alone.
+    areas: bool = True
     # Ask back when the question is ambiguous, say "out of scope" when the data cannot answer
     # (strategies/clarify.py; measured in BENCHMARKS.md, "Ask back").
     ask_back: bool = True

@@ -13,10 +13,12 @@ _VALUES_SHOWN = 40
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}([ T][\d:.]+)?")
 
 
-def render_catalog(catalog: Catalog) -> str:
+def render_catalog(catalog: Catalog, whole: bool = True) -> str:
+    """The catalog's fields; `whole=False` for a part shown after another (no description,
+    currencies, scales or rules again)."""
     model = catalog.model
     lines: list[str] = []
-    if model.description and not model.description.upper().startswith("TODO"):
+    if whole and model.description and not model.description.upper().startswith("TODO"):
         lines += [model.description.strip(), ""]
     lines.append("Measures (numbers a question asks for, aggregated over the rows it selects):")
     for ref in catalog.of_kind("measure", "derived"):
@@ -54,6 +56,8 @@ def render_catalog(catalog: Catalog) -> str:
     if filters:
         lines += ["", "Named filters (no value):"]
         lines += [f"- {ref.name}{_about(ref)}" for ref in filters]
+    if not whole:
+        return "\n".join(lines)
     if model.currency is not None and catalog.currency_keys:
         lines += ["", f"currency (convert amounts into): {', '.join(sorted(catalog.currency_keys))}"]
     if any(f.kind in ("measure", "derived") and f.source.amount for f in catalog.fields.values()):  # type: ignore[union-attr]

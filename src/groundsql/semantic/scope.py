@@ -15,20 +15,54 @@ it speaks of:
 
 The request may use only those fields, so the prompt and the schema grow with the question, not
 with the warehouse. The tables chosen are the answer's `grounds.scope`.
+
+A question's own scope is a prompt no other question shares, computed whole every time. A
+warehouse is organised in subject areas, though, and names say so (`sls_order`,
+`sls_order_line` and their `ref_sls_status` are sales; `customer`, `site` serve every area).
+Where they do, the question reads its area whole, the same text for every question of that
+area, so the model's state for it is computed once and saved (llm/kvstore.py), and after it
+only the tables it ranks high outside that area:
+
+- an area: the logical tables whose name starts with the same word, when at least
+  `_AREA_MIN` do (a word that starts tables of other areas, `ref_sls_...`, `ref_pur_...`,
+  qualifies them and is no area); with the tables no area owns (`customer`, its country) that
+  its tables reach through relationships, at most two steps on (an area too long to show whole
+  is not used: its questions read their own scope);
+- the question's area: that of the best-ranked table an area owns (`mfg_work_order` for "work
+  orders", not the many `sls_order...` tables that share only the word "order");
+- the extras: the best-ranked tables (and those holding a named value) the area leaves out.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
-from dataclasses import replace
+from collections import Counter, defaultdict
+from dataclasses import dataclass, replace
 
 from groundsql.schema.shortlist import Shortlist, words
 from groundsql.semantic.catalog import Catalog
+from groundsql.semantic.render import render_catalog
 from groundsql.semantic.terms import Terms
 
-__all__ = ["scoped"]
+__all__ = ["Scope", "areas", "scoped"]
 
 _RELATED = 3  # tables added beyond the best for a value the question names
+_AREA_MIN = 5  # tables whose names start with one word that make a subject area
+_SHARED_STEPS = 2  # relationships from an area's tables to the shared tables it shows
+# An area shown longer than this (about 6,000 tokens) would leave the question too little of an
+# 8,192-token context: its questions read their own scope instead.
+_AREA_MAX_CHARS = 22_000
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What one question reads of a large semantic model."""
+
+    catalog: Catalog  # the part a request may use: the area's and the extras' fields
+    terms: Terms  # the question's terms, restricted to it
+    tables: tuple[str, ...]  # every logical table shown (the answer's grounds.scope)
+    area: str | None = None  # the subject area read whole, if the model has areas
+    shared: Catalog | None = None  # the area's part: the same for every question of it
+    extra: Catalog | None = None  # the question's own tables beyond the area
 
 
 def _shortlist(catalog: Catalog) -> Shortlist:
@@ -52,9 +86,69 @@ def _related(catalog: Catalog) -> set[tuple[str, str]]:
     return catalog.derived["related"]  # type: ignore[return-value]
 
 
-def scoped(catalog: Catalog, question: str, terms: Terms, tables: int) -> tuple[Catalog, Terms, tuple[str, ...]]:
-    """The catalog restricted to the question's best `tables` logical tables, the terms
-    restricted to it, and those tables."""
+def _part(catalog: Catalog, tables: set[str]) -> Catalog:
+    """The catalog restricted to `tables`; the words of the whole model stay known words (a
+    field left out is still no unknown word)."""
+    fields = {name: ref for name, ref in catalog.fields.items() if ref.table in tables}
+    values = {name: v for name, v in catalog.values.items() if name in fields}
+    part = replace(catalog, fields=fields, values=values, derived={})
+    part.derived.update({k: v for k, v in catalog.derived.items() if k in ("vocabulary", "clarify_vocabulary")})
+    return part
+
+
+def areas(catalog: Catalog) -> dict[str, tuple[str, ...]]:
+    """Subject area -> its logical tables, shared ones included, in the model's order; empty
+    when the names show fewer than two areas. Built once per catalog."""
+    if "areas" not in catalog.derived:
+        names = [t.name for t in catalog.model.tables]
+        first = Counter(n.split("_")[0] for n in names if "_" in n)
+        candidates = {w for w, count in first.items() if count >= _AREA_MIN}
+
+        def second(name: str) -> str | None:
+            parts = name.split("_")
+            return parts[1] if len(parts) > 2 else None
+
+        qualifiers = {w for w in candidates
+                      if 2 * sum(second(n) in candidates - {w} for n in names if n.startswith(w + "_")) >= first[w]}
+        found = candidates - qualifiers
+        owner: dict[str, str] = {}
+        for name in names:
+            parts = name.split("_")
+            if parts[0] in found:
+                owner[name] = parts[0]
+            elif parts[0] in qualifiers and len(parts) > 2 and parts[1] in found:
+                owner[name] = parts[1]
+        related = _related(catalog)
+        neighbours: dict[str, set[str]] = defaultdict(set)
+        for a, b in related:
+            neighbours[a].add(b)
+        result: dict[str, tuple[str, ...]] = {}
+        if len(found) >= 2:
+            for area in sorted(found):
+                own = {n for n, a in owner.items() if a == area}
+                shown, frontier = set(own), set(own)
+                for _ in range(_SHARED_STEPS):
+                    frontier = {t for f in frontier for t in neighbours[f] if t not in owner and t not in shown}
+                    shown |= frontier
+                result[area] = tuple(n for n in names if n in shown)
+        catalog.derived["areas"] = result
+        catalog.derived["area_of"] = owner
+    return catalog.derived["areas"]  # type: ignore[return-value]
+
+
+def _area_part(catalog: Catalog, area: str) -> Catalog | None:
+    """An area's part of the catalog, built once per area: the same object (and so the same
+    text) for every question of it; None when it is too long to show whole."""
+    parts: dict[str, Catalog | None] = catalog.derived.setdefault("area_parts", {})  # type: ignore[assignment]
+    if area not in parts:
+        part = _part(catalog, set(areas(catalog)[area]))
+        parts[area] = part if len(render_catalog(part)) <= _AREA_MAX_CHARS else None
+    return parts[area]
+
+
+def scoped(catalog: Catalog, question: str, terms: Terms, tables: int, by_area: bool = True) -> Scope:
+    """The part of `catalog` the question reads: its area and the best-ranked tables beyond
+    it, or (`by_area` off, or a model without areas) its best `tables` logical tables."""
     valued = {catalog.fields[name].table for name, values in terms.values.items()
               if values and name in catalog.fields}
     spoken = {catalog.fields[name].table for name in (*(terms.select or ()), *(terms.filters or ()))
@@ -65,21 +159,33 @@ def scoped(catalog: Catalog, question: str, terms: Terms, tables: int) -> tuple[
     # shipments" needs the shipments' own status table, whichever status table ranked first.
     related = _related(catalog)
     kept += [t for t in ranked[tables:] if t in valued and any((t, k) in related for k in kept)][:_RELATED]
-    kept = tuple(kept)
-    inside = set(kept)
-    fields = {name: ref for name, ref in catalog.fields.items() if ref.table in inside}
-    values = {name: v for name, v in catalog.values.items() if name in fields}
-    part = replace(catalog, fields=fields, values=values, derived={})
-    # The words of the whole model stay known words: a field left out is still no unknown word.
-    part.derived.update({k: v for k, v in catalog.derived.items() if k in ("vocabulary", "clarify_vocabulary")})
+    area = _area(catalog, ranked[:tables]) if by_area else None
+    shared = _area_part(catalog, area) if area else None
+    area = area if shared is not None else None
+    in_area = set(areas(catalog)[area]) if area else set()
+    extra = tuple(t for t in kept if t not in in_area)
+    shown = tuple(areas(catalog)[area]) + extra if area else tuple(kept)
+    part = _part(catalog, set(shown))
+    fields = part.fields
 
     def within(names: tuple[str, ...] | None) -> tuple[str, ...] | None:
         return None if names is None else tuple(n for n in names if n in fields)
 
-    # Nothing it speaks of is left (it named only values): anything of the kept tables.
+    # Nothing it speaks of is left (it named only values): anything of the tables shown.
     select = within(terms.select) or None
     narrowed = replace(terms, select=select, filters=within(terms.filters),
                        values={k: v for k, v in terms.values.items() if k in fields},
                        counted=within(terms.counted) or (), grouped=within(terms.grouped) or (),
                        measures=within(terms.measures) or (), per=within(terms.per))
-    return part, narrowed, kept
+    return Scope(part, narrowed, shown, area, shared, _part(catalog, set(extra)) if area and extra else None)
+
+
+def _area(catalog: Catalog, best: list[str]) -> str | None:
+    """The area of the best-ranked table that has one, a table named by the area's word first
+    (a reference table, `ref_hr_category`, matches "category" in every area's questions); None
+    when the model has no areas or none of `best` is an area's table."""
+    if not areas(catalog):
+        return None
+    owner: dict[str, str] = catalog.derived["area_of"]  # type: ignore[assignment]
+    named = (owner[t] for t in best if owner.get(t) == t.split("_")[0])
+    return next(named, None) or next((owner[t] for t in best if t in owner), None)

@@ -30,7 +30,7 @@ from groundsql.semantic.catalog import Catalog
 from groundsql.semantic.compile import CompileError, compile_request
 from groundsql.semantic.render import render_catalog
 from groundsql.semantic.request import Request, as_asked, request_schema
-from groundsql.semantic.scope import scoped
+from groundsql.semantic.scope import Scope, scoped
 from groundsql.semantic.terms import Terms, terms_of
 from groundsql.semantic.verified import Mention, find_mentions, match_template, parameter_mentions
 from groundsql.strategies.answer import Answer, Clarification, Trace
@@ -77,10 +77,13 @@ def compiled(question: str, ctx: Context) -> Answer:
             if match.name not in names:
                 names.append(match.name)
     terms = terms_of(question, semantic.catalog, found, [m.mention for m in entities])
-    catalog = semantic.catalog
+    catalog, scope = semantic.catalog, None
     if not semantic.system:  # a large model: the part the question speaks of, from here on
-        catalog, terms, scope = scoped(catalog, question, terms, ctx.settings.compiled.scope_tables)
-        grounds["scope"] = list(scope)
+        scope = scoped(catalog, question, terms, ctx.settings.compiled.scope_tables, ctx.settings.compiled.areas)
+        catalog, terms = scope.catalog, scope.terms
+        grounds["scope"] = list(scope.tables)
+        if scope.area:
+            grounds["area"] = scope.area
     if ctx.settings.compiled.ask_back:
         with trace.step("ask back?") as step:
             clarification = ask_back(question, catalog, terms, domain.entities, entities, semantic.last_year)
@@ -96,7 +99,7 @@ def compiled(question: str, ctx: Context) -> Answer:
     verified = _verified(ctx, semantic, question, entities, trace, grounds)
     if verified is not None and verified.ok:
         return verified
-    chat = _chat(ctx, semantic, catalog, question, terms, entities)
+    chat = _chat(ctx, semantic, catalog, question, terms, entities, scope)
     request, why, reply = _ask(ctx, chat, trace, "semantic request")
     for attempt in range(ctx.settings.compiled.retries + 1):
         if request is not None:
@@ -135,7 +138,7 @@ def _semantic(ctx: Context, domain: Any, trace: Trace) -> _Semantic | None:
             # A warehouse's model is shown in part, per question (semantic/scope.py).
             whole = len(catalog.fields) <= ctx.settings.compiled.whole_catalog_fields
             system = load_prompt("semantic_request").render(
-                name=pack.name, catalog=render_catalog(catalog), examples="", question="", found="")[0].content \
+                name=pack.name, catalog=render_catalog(catalog), more="", examples="", question="", found="")[0].content \
                 if whole else ""
             bank = QueryBank([e for e in domain.bank.examples if e.request], domain.bank.embedder)
             labels = _labels(ctx, pack)
@@ -205,9 +208,10 @@ def _verified(ctx: Context, semantic: _Semantic, question: str, entities: list[A
 
 
 def _chat(ctx: Context, semantic: _Semantic, catalog: Catalog, question: str, terms: Terms,
-          entities: list[Any]) -> ChatRequest:
-    """The request for a semantic request: the semantic model (shared by every question, or
-    the part of a large one the question speaks of), the nearest solved examples with their
+          entities: list[Any], scope: Scope | None = None) -> ChatRequest:
+    """The request for a semantic request: the semantic model (shared by every question; on
+    a large one, the question's area, shared by the area's questions, and the tables beyond it
+    the question speaks of; or its scope alone), the nearest solved examples with their
     requests, the question and the names found in it, under a JSON schema of what the
     question grounds."""
     schema = request_schema(catalog, terms)
@@ -217,9 +221,14 @@ def _chat(ctx: Context, semantic: _Semantic, catalog: Catalog, question: str, te
     examples = semantic.examples.nearest(question, ctx.settings.compiled.k)
     shown = "".join(f"Question: {e.question}\nRequest: {json.dumps(e.request, ensure_ascii=False)}\n\n"
                     for e in examples)
+    shown_model, more = "" if semantic.system else render_catalog(catalog), ""
+    if scope is not None and scope.shared is not None:
+        shown_model = render_catalog(scope.shared)
+        if scope.extra is not None:
+            more = f"More of the semantic model, for this question:\n{render_catalog(scope.extra, whole=False)}\n\n"
     system, user = load_prompt("semantic_request").render(
-        name=semantic.name, catalog="" if semantic.system else render_catalog(catalog), examples=shown,
-        question=question.strip(), found=found_text)
+        name=semantic.name, catalog=shown_model, more=more, examples=shown, question=question.strip(),
+        found=found_text)
     if semantic.system:  # the whole model, rendered once for every question
         system = system.model_copy(update={"content": semantic.system})
     return ChatRequest(messages=(system, user),
