@@ -63,6 +63,18 @@ def test_a_semantic_request_is_compiled_and_run_in_one_model_call(demo) -> None:
     assert "Hikari" not in system
 
 
+def test_warm_computes_the_demos_one_shared_prompt(demo) -> None:
+    from groundsql.api import Session
+
+    llm = Scripted(json.dumps(HIKARI))
+    settings = Settings.model_validate({"grounded": {"embeddings": False}})
+    session = Session(demo, llm, settings)
+    assert len(session.warm()) == 1
+    session.ask("What was Hikari Telecom K.K.'s net income for fiscal 2023, in billions of yen?", strategy="compiled")
+    warmed, asked = llm.requests
+    assert warmed.messages[0].content == asked.messages[0].content and "net_income" in warmed.messages[0].content
+
+
 def test_a_question_that_fits_a_verified_query_needs_no_model(demo) -> None:
     llm = Scripted("not used")
     question = "Which companies are subsidiaries of Coral Sea Financial Ltd?"

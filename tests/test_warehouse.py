@@ -165,6 +165,25 @@ def test_a_question_reads_its_subject_area_whole_and_the_areas_questions_share_t
         assert "More of the semantic model" in invoices_user.content and "fin_invoice" in invoices_user.content
 
 
+def test_warm_computes_each_areas_prompt_once_with_the_text_its_questions_start_from(small, drafted) -> None:
+    from groundsql.api import connect
+    from groundsql.config import Settings
+    from tests.test_compiled import Scripted
+
+    llm = Scripted("-")
+    settings = Settings.model_validate({"grounded": {"embeddings": False}, "compiled": {"fallback": False}})
+    with connect(small, llm=llm, settings=settings, pack=drafted) as session:
+        warmed = session.warm()
+        systems = [r.messages[0].content for r in llm.requests]
+        assert len(warmed) == len(systems) == len(set(systems)) >= 12  # one per subject area
+        assert all(r.max_tokens == 1 for r in llm.requests)
+        session.ask("How many shipments are closed?", strategy="compiled")
+        assert llm.requests[-1].messages[0].content in systems  # a question starts from a warmed prompt
+        off = Settings.model_validate({**settings.model_dump(), "compiled": {"areas": False}})
+    with connect(small, llm=Scripted("-"), settings=off, pack=drafted) as session:
+        assert session.warm() == []  # each question's own scope: nothing shared to warm
+
+
 def test_an_area_too_long_to_show_whole_gives_way_to_the_questions_own_scope(small, drafted, monkeypatch) -> None:
     from groundsql.db import Database
     from groundsql.packs.load import load_pack

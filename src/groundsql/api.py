@@ -15,7 +15,7 @@ from groundsql.db import Database, QueryResult
 from groundsql.deadline import question_deadline
 from groundsql.errors import ConfigError
 from groundsql.files import reason, writable_folder
-from groundsql.llm import LLM, build_llm
+from groundsql.llm import LLM, ChatRequest, Completion, Message, build_llm
 from groundsql.retrieval import Example, QueryBank
 from groundsql.safety.tables import visible_schema
 from groundsql.schema import Schema
@@ -86,6 +86,21 @@ class Session:
         ctx = replace(self.context, on_step=on_step) if on_step is not None else self.context
         with question_deadline(self.settings.llm.question_timeout_s):
             return answer_in_conversation(question, history, strategy, ctx)
+
+    def warm(self) -> list[Completion]:
+        """Compute (or load) the prompt states the compiled path's questions start from: the
+        semantic model, or each subject area of a warehouse's (semantic/scope.py). With the
+        local backend each is saved, so no later question or process computes it again. One
+        model call each, one token generated."""
+        from groundsql.llm.store import CachedLLM
+        from groundsql.strategies.compiled import shared_prompts
+
+        # Past the answer cache: a cached answer would leave the state uncomputed.
+        llm = self.llm.inner if isinstance(self.llm, CachedLLM) else self.llm
+        return [llm.complete(ChatRequest(messages=(Message(role="system", content=system),
+                                                   Message(role="user", content="Question:")),
+                                         max_tokens=1, temperature=0.0))
+                for system in shared_prompts(self.context)]
 
     def run_sql(self, sql: str) -> QueryResult:
         """Run SQL of your own through the same validator and read-only connection."""

@@ -255,6 +255,29 @@ def _result_table(columns: tuple[str, ...], rows: tuple[tuple[object, ...], ...]
 
 
 @app.command()
+def warm(
+    db: DbOption = None,
+    pack: Annotated[Optional[str], typer.Option(help="Domain pack folder (its semantic.yaml).")] = None,
+    model: Annotated[Optional[str], typer.Option(help="Model: qwen2.5-coder-0.5b, qwen2.5-coder-1.5b or a .gguf path.")] = None,
+) -> None:
+    """Compute and save the prompt states questions start from (the semantic model, or each
+    subject area of a warehouse's), so that no question pays for them."""
+    from groundsql.api import connect
+
+    with connect(db, settings=_settings(model), pack=pack) as session:
+        with err.status("Computing prompt states…", spinner="dots"):
+            done = session.warm()
+    if not done:
+        show(err, ("Nothing to warm: ", "yellow"), "the database's pack has no semantic model, or it is shown "
+                   "per question without subject areas (grounds.scope)")
+        raise typer.Exit(0)
+    computed = sum(c.prompt_tokens - c.cached_prompt_tokens for c in done)
+    seconds = sum(c.latency_s for c in done)
+    out.print(f"{len(done)} prompt state{'s' * (len(done) != 1)} ready: {computed:,} tokens computed now, "
+              f"{sum(c.cached_prompt_tokens for c in done):,} already saved ({seconds:.0f} s)")
+
+
+@app.command()
 def schema(
     db: DbOption = None,
     fmt: Annotated[str, typer.Option("--format", help="m-schema or ddl")] = "m-schema",

@@ -43,7 +43,7 @@ from groundsql.semantic.catalog import Catalog
 from groundsql.semantic.render import render_catalog
 from groundsql.semantic.terms import Terms
 
-__all__ = ["Scope", "areas", "scoped"]
+__all__ = ["Scope", "area_part", "areas", "scoped"]
 
 _RELATED = 3  # tables added beyond the best for a value the question names
 _AREA_MIN = 5  # tables whose names start with one word that make a subject area
@@ -136,7 +136,7 @@ def areas(catalog: Catalog) -> dict[str, tuple[str, ...]]:
     return catalog.derived["areas"]  # type: ignore[return-value]
 
 
-def _area_part(catalog: Catalog, area: str) -> Catalog | None:
+def area_part(catalog: Catalog, area: str) -> Catalog | None:
     """An area's part of the catalog, built once per area: the same object (and so the same
     text) for every question of it; None when it is too long to show whole."""
     parts: dict[str, Catalog | None] = catalog.derived.setdefault("area_parts", {})  # type: ignore[assignment]
@@ -160,7 +160,7 @@ def scoped(catalog: Catalog, question: str, terms: Terms, tables: int, by_area: 
     related = _related(catalog)
     kept += [t for t in ranked[tables:] if t in valued and any((t, k) in related for k in kept)][:_RELATED]
     area = _area(catalog, ranked[:tables]) if by_area else None
-    shared = _area_part(catalog, area) if area else None
+    shared = area_part(catalog, area) if area else None
     area = area if shared is not None else None
     in_area = set(areas(catalog)[area]) if area else set()
     extra = tuple(t for t in kept if t not in in_area)

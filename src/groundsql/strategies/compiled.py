@@ -37,7 +37,7 @@ from groundsql.strategies.answer import Answer, Clarification, Trace
 from groundsql.strategies.clarify import ask_back, last_year_of
 from groundsql.strategies.context import Context, parse_json
 
-__all__ = ["compiled"]
+__all__ = ["compiled", "shared_prompts"]
 
 _MAX_TOKENS = 200  # a request is a few dozen tokens; a bound on a runaway answer
 _MAX_LABELS = 2000  # labels read from one reference table
@@ -137,9 +137,7 @@ def _semantic(ctx: Context, domain: Any, trace: Trace) -> _Semantic | None:
                     by_entity.setdefault(entity.lower(), []).append(ref.name)
             # A warehouse's model is shown in part, per question (semantic/scope.py).
             whole = len(catalog.fields) <= ctx.settings.compiled.whole_catalog_fields
-            system = load_prompt("semantic_request").render(
-                name=pack.name, catalog=render_catalog(catalog), more="", examples="", question="", found="")[0].content \
-                if whole else ""
+            system = _system(pack.name, render_catalog(catalog)) if whole else ""
             bank = QueryBank([e for e in domain.bank.examples if e.request], domain.bank.embedder)
             labels = _labels(ctx, pack)
             templates = tuple(e for e in domain.bank.examples if e.params)
@@ -226,13 +224,36 @@ def _chat(ctx: Context, semantic: _Semantic, catalog: Catalog, question: str, te
         shown_model = render_catalog(scope.shared)
         if scope.extra is not None:
             more = f"More of the semantic model, for this question:\n{render_catalog(scope.extra, whole=False)}\n\n"
-    system, user = load_prompt("semantic_request").render(
-        name=semantic.name, catalog=shown_model, more=more, examples=shown, question=question.strip(),
-        found=found_text)
-    if semantic.system:  # the whole model, rendered once for every question
-        system = system.model_copy(update={"content": semantic.system})
+    # The whole model is rendered once for every question.
+    system = Message(role="system", content=semantic.system or _system(semantic.name, shown_model))
+    user = load_prompt("semantic_request").render(name=semantic.name, catalog="", more=more, examples=shown,
+                                                  question=question.strip(), found=found_text)[1]
     return ChatRequest(messages=(system, user),
                        temperature=0.0, max_tokens=_MAX_TOKENS, seed=ctx.settings.llm.seed, json_schema=schema)
+
+
+def _system(name: str, shown_model: str) -> str:
+    """The system message: the instructions and the model shown (whole, or an area's part)."""
+    return load_prompt("semantic_request").render(name=name, catalog=shown_model, more="", examples="",
+                                                  question="", found="")[0].content
+
+
+def shared_prompts(ctx: Context) -> list[str]:
+    """The system messages the database's questions start from: its whole semantic model, or
+    each subject area of a large one (semantic/scope.py). Empty without a semantic model."""
+    from groundsql.semantic.scope import area_part, areas
+    from groundsql.strategies.grounded import domain_for
+
+    trace = Trace("", "compiled")
+    semantic = _semantic(ctx, domain_for(ctx, trace), trace)
+    if semantic is None:
+        return []
+    if semantic.system:
+        return [semantic.system]
+    if not ctx.settings.compiled.areas:
+        return []
+    parts = (area_part(semantic.catalog, area) for area in areas(semantic.catalog))
+    return [_system(semantic.name, render_catalog(part)) for part in parts if part is not None]
 
 
 def _ask(ctx: Context, chat: ChatRequest, trace: Trace, name: str) -> tuple[Request | None, str, str | None]:
