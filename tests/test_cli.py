@@ -26,6 +26,7 @@ from tests.test_end_to_end import _cli
         (["schema", "--db", "postgresql://u:p@ss@127.0.0.1/db"], "must be percent-encoded: @ as %40"),
         (["ask", "--strategy", "few-shot", "--bank", "/nonexistent/bank.jsonl", "--db", "DB", "hi"],
          "cannot read /nonexistent/bank.jsonl: No such file or directory"),
+        (["warm", "--db", "DB", "--model", "qwen2.5-coder-0.5b"], "needs a domain pack for this database: --pack DIR"),
     ],
 )
 def test_errors_are_one_sentence(args: list[str], message: str) -> None:
