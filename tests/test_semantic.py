@@ -396,6 +396,15 @@ def test_the_schema_admits_only_the_models_names_and_found_values(catalog) -> No
 
 
 
+def test_a_total_asked_offers_the_sum_not_each_rows_value(catalog) -> None:
+    total = terms_of("What was the total trading volume of ZELL in 2023?", catalog).select
+    assert "volume" not in total and any(n.endswith("volume") and n != "volume" for n in total), total
+    # A row ranked by its own value keeps the value: the day of the lowest close, and its price.
+    lowest = terms_of("On which day of 2023 did ZELL have its lowest close, and what was the price?", catalog).select
+    assert "close_price" in lowest
+    assert "employees" in terms_of("Which health care company employs the most people?", catalog).select
+
+
 @pytest.mark.parametrize("question, month", [
     ("How many deals were announced in 2023?", False),  # no month named: the year's fields only
     ("How many deals were announced in March 2023?", True),

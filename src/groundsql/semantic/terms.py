@@ -133,6 +133,12 @@ def terms_of(question: str, catalog: Catalog, found: Mapping[str, Sequence[str]]
     measures = [name for name in measures
                 if not phrases[name] or not all(any(own < words for words in said_phrases) for own in phrases[name])]
     measures += [ref.name for ref in catalog.of_kind("aggregate") if _aggregated(question, said, ref)]
+    # "the total freight cost" asks for the sum: each row's freight cost is not what to show.
+    # (Not so "the highest close" or "employs the most": a row ranked by its own value.)
+    summed = [catalog.fields[name].source for name in measures
+              if catalog.fields[name].kind == "aggregate" and catalog.fields[name].aggregation == "sum"]
+    dimensions = [name for name in dimensions
+                  if not (catalog.fields[name].kind == "fact" and any(catalog.fields[name].source is s for s in summed))]
     spoken_measures = tuple(measures)
     if not measures and (not dimensions or _QUANTITY.search(question)):
         # Nothing recognisable, where the question asks for a figure or names nothing else:
