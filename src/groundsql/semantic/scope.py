@@ -43,7 +43,7 @@ from groundsql.semantic.catalog import Catalog
 from groundsql.semantic.render import render_catalog
 from groundsql.semantic.terms import Terms
 
-__all__ = ["Scope", "area_part", "areas", "scoped"]
+__all__ = ["Scope", "area_text", "areas", "scoped"]
 
 _RELATED = 3  # tables added beyond the best for a value the question names
 _AREA_MIN = 5  # tables whose names start with one word that make a subject area
@@ -61,7 +61,7 @@ class Scope:
     terms: Terms  # the question's terms, restricted to it
     tables: tuple[str, ...]  # every logical table shown (the answer's grounds.scope)
     area: str | None = None  # the subject area read whole, if the model has areas
-    shared: Catalog | None = None  # the area's part: the same for every question of it
+    shared: str | None = None  # the area's part, rendered: the same text for every question of it
     extra: Catalog | None = None  # the question's own tables beyond the area
 
 
@@ -136,14 +136,14 @@ def areas(catalog: Catalog) -> dict[str, tuple[str, ...]]:
     return catalog.derived["areas"]  # type: ignore[return-value]
 
 
-def area_part(catalog: Catalog, area: str) -> Catalog | None:
-    """An area's part of the catalog, built once per area: the same object (and so the same
-    text) for every question of it; None when it is too long to show whole."""
-    parts: dict[str, Catalog | None] = catalog.derived.setdefault("area_parts", {})  # type: ignore[assignment]
-    if area not in parts:
-        part = _part(catalog, set(areas(catalog)[area]))
-        parts[area] = part if len(render_catalog(part)) <= _AREA_MAX_CHARS else None
-    return parts[area]
+def area_text(catalog: Catalog, area: str) -> str | None:
+    """An area's part of the model as the model reads it, rendered once per area: the same
+    text for every question of it; None when it is too long to show whole."""
+    texts: dict[str, str | None] = catalog.derived.setdefault("area_texts", {})  # type: ignore[assignment]
+    if area not in texts:
+        text = render_catalog(_part(catalog, set(areas(catalog)[area])))
+        texts[area] = text if len(text) <= _AREA_MAX_CHARS else None
+    return texts[area]
 
 
 def scoped(catalog: Catalog, question: str, terms: Terms, tables: int, by_area: bool = True) -> Scope:
@@ -160,11 +160,11 @@ def scoped(catalog: Catalog, question: str, terms: Terms, tables: int, by_area: 
     related = _related(catalog)
     kept += [t for t in ranked[tables:] if t in valued and any((t, k) in related for k in kept)][:_RELATED]
     area = _area(catalog, ranked[:tables]) if by_area else None
-    shared = area_part(catalog, area) if area else None
+    shared = area_text(catalog, area) if area else None
     area = area if shared is not None else None
-    in_area = set(areas(catalog)[area]) if area else set()
+    in_area = areas(catalog)[area] if area else ()
     extra = tuple(t for t in kept if t not in in_area)
-    shown = tuple(areas(catalog)[area]) + extra if area else tuple(kept)
+    shown = in_area + extra if area else tuple(kept)
     part = _part(catalog, set(shown))
     fields = part.fields
 

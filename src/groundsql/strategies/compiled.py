@@ -221,7 +221,7 @@ def _chat(ctx: Context, semantic: _Semantic, catalog: Catalog, question: str, te
                     for e in examples)
     shown_model, more = "" if semantic.system else render_catalog(catalog), ""
     if scope is not None and scope.shared is not None:
-        shown_model = render_catalog(scope.shared)
+        shown_model = scope.shared
         if scope.extra is not None:
             more = f"More of the semantic model, for this question:\n{render_catalog(scope.extra, whole=False)}\n\n"
     # The whole model is rendered once for every question.
@@ -241,7 +241,7 @@ def _system(name: str, shown_model: str) -> str:
 def shared_prompts(ctx: Context) -> list[str]:
     """The system messages the database's questions start from: its whole semantic model, or
     each subject area of a large one (semantic/scope.py). Empty without a semantic model."""
-    from groundsql.semantic.scope import area_part, areas
+    from groundsql.semantic.scope import area_text, areas
     from groundsql.strategies.grounded import domain_for
 
     trace = Trace("", "compiled")
@@ -252,8 +252,8 @@ def shared_prompts(ctx: Context) -> list[str]:
         return [semantic.system]
     if not ctx.settings.compiled.areas:
         return []
-    parts = (area_part(semantic.catalog, area) for area in areas(semantic.catalog))
-    return [_system(semantic.name, render_catalog(part)) for part in parts if part is not None]
+    texts = (area_text(semantic.catalog, area) for area in areas(semantic.catalog))
+    return [_system(semantic.name, text) for text in texts if text is not None]
 
 
 def _ask(ctx: Context, chat: ChatRequest, trace: Trace, name: str) -> tuple[Request | None, str, str | None]:
