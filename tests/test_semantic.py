@@ -537,6 +537,20 @@ def test_the_order_goes_the_way_the_question_ranks(catalog, question, desc) -> N
     assert order["properties"]["desc"] == desc
 
 
+@pytest.mark.parametrize("question, ranked", [
+    ("How many sales orders were placed in 2023?", False),  # orders are rows, not an order
+    ("How many work requests are open?", False),  # -est, but no superlative
+    ("What interest expense did the company report in 2023?", False),
+    ("List the deals ordered by value.", True),
+    ("List the companies in order of revenue.", True),
+    ("Which deal was the largest?", True),
+])
+def test_a_word_that_only_looks_like_a_ranking_ranks_nothing(question, ranked) -> None:
+    from groundsql.semantic.terms import ranks
+
+    assert ranks(question) == ranked
+
+
 def _ops(catalog, question: str, field: str) -> list[str]:
     filters = request_schema(catalog, terms_of(question, catalog))["properties"]["where"]["items"]["anyOf"]
     return next(f["properties"]["op"]["enum"] for f in filters if f["properties"]["field"]["const"] == field)

@@ -218,6 +218,41 @@ def test_a_model_without_areas_in_its_names_reads_its_scope_alone() -> None:
     assert scope.tables[0] == "companies" and len(scope.tables) <= 3 + 3  # and tables of the values it names
 
 
+@pytest.mark.parametrize("question, count, offered, not_offered", [
+    # The area's code is no word a question says: "compliance incidents" are rsk_incident's rows,
+    # not the categories every area has.
+    ("How many compliance incidents in the category 'Fraud' were recorded at Cork Distribution Centre?",
+     "rsk_incident_count", {"rsk_category"}, {"qa_category", "sls_category"}),
+    # What is counted is what the phrase names most fully, its last word first: work orders,
+    # not sales orders; invoices, not customers. "Orders" is no request to order the rows.
+    ("How many work orders are closed?", "mfg_work_order_count", {"mfg_status"}, {"sls_status", "pur_status"}),
+    ("How many customer invoices are closed?", "fin_invoice_count", {"fin_status"}, {"lgs_status"}),
+    # "Closed" is the label Closed and the code CLOSED of one status table: offered once.
+    ("How many shipments are closed?", "lgs_shipment_count", {"lgs_status"}, {"lgs_status_code"}),
+    ("How many sales orders in the category 'Fasteners' were recorded at Bergen Warehouse?", "sls_order_count",
+     {"sls_category"}, {"pur_category"}),
+])
+def test_a_count_is_of_what_the_question_counts_and_filtered_only_by_what_its_rows_reach(
+        small, drafted, question, count, offered, not_offered) -> None:
+    from groundsql.db import Database
+    from groundsql.packs.load import load_pack
+    from groundsql.semantic.load import catalog_for, check_data
+    from groundsql.semantic.request import request_schema
+    from groundsql.semantic.terms import terms_of
+
+    pack = load_pack(drafted)
+    with Database(f"sqlite:///{small}") as db:
+        catalog = catalog_for(pack.semantic, db.introspect(), pack.semantic_path, tuple(e.table for e in pack.entities))
+        check_data(catalog, db, pack.semantic_path)  # reads the small dimensions' values ("Closed")
+    terms = terms_of(question, catalog)
+    assert terms.counted == (count,) and not terms.ranks
+    schema = request_schema(catalog, terms)
+    assert schema["properties"]["select"]["prefixItems"] == [{"enum": [count]}]
+    assert "order_by" not in schema["properties"]
+    filtered = {f["properties"]["field"]["const"] for f in schema["properties"]["where"]["items"]["anyOf"]}
+    assert offered <= filtered and not filtered & not_offered, filtered
+
+
 def test_a_tie_between_two_joins_is_broken_by_the_table_the_request_shows(small: Path, drafted: Path) -> None:
     """A shipment reaches a country through its customer and through its site: a request that
     shows customers means the customer's country (and the grounds say so); one that shows no

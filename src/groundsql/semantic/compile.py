@@ -289,6 +289,16 @@ def _reaches(catalog: Catalog, table: str, name: str) -> bool:
     return path is not None and not any(step.fans_out for step in path)
 
 
+def joined_tables(catalog: Catalog, starts: Iterable[str], goals: Iterable[str]) -> set[str]:
+    """Those of `goals` that a request on the rows of one of `starts` can filter by: the
+    model's relationships lead there (as the compiler would join them, an EXISTS for a
+    one-to-many step)."""
+    compiler = _Compiler(catalog, Request())
+    starts = list(dict.fromkeys(starts))
+    return {goal for goal in dict.fromkeys(goals)
+            if any(compiler._shortest(start, goal, strict=False) is not None for start in starts)}
+
+
 def _outer_order(query: exp.Select, request: Request, columns: dict[str, str], shown: list[str],
                  first: str, dialect: str) -> exp.Select:
     """The order the request asks for, then its dimensions (a stable order), and its limit,

@@ -266,6 +266,11 @@ def request_schema(catalog: Catalog, terms: Terms | None = None) -> dict[str, An
         filters += [_object({"field": {"const": ref.name}, "op": {"enum": ["is null", "is not null"]}},
                             ["field", "op"]) for ref in catalog.of_kind("dimension", "time", "fact")
                     if len(ref.exprs) == 1 and ref.grain is None]
+    if terms.counted:
+        # The count comes first: a filter its rows cannot be joined to would not compile (on
+        # a warehouse, "closed" is a status of every area's orders, and a small model took the
+        # sales status for work orders).
+        filters = _joinable(catalog, [catalog.fields[name].table for name in terms.counted], filters)
     select: dict[str, Any] = {"type": "array", "items": {"enum": selectable}, "minItems": 1, "maxItems": MAX_FIELDS}
     # "How many companies ... in each year": the count comes first, then what groups it.
     prefix = [{"enum": list(names)} for names in (terms.counted, terms.grouped) if names]
@@ -302,6 +307,17 @@ def request_schema(catalog: Catalog, terms: Terms | None = None) -> dict[str, An
         properties["per"] = {"enum": per}
     return {"type": "object", "additionalProperties": False, "required": ["select", "where"],
             "properties": properties}
+
+
+def _joinable(catalog: Catalog, tables: list[str], filters: list[dict[str, Any] | None]) -> list[dict[str, Any] | None]:
+    """The filters (their schemas) on fields the rows of one of `tables` are joined to."""
+    from groundsql.semantic.compile import joined_tables  # compile.py builds on this module
+
+    def table_of(schema: dict[str, Any]) -> str:
+        return catalog.fields[schema["properties"]["field"]["const"]].table
+
+    reached = joined_tables(catalog, tables, [table_of(f) for f in filters if f])
+    return [f for f in filters if f and table_of(f) in reached]
 
 
 def _change_schema(catalog: Catalog, terms: Terms) -> dict[str, Any] | None:

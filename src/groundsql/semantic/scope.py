@@ -24,7 +24,7 @@ area, so the model's state for it is computed once and saved (llm/kvstore.py), a
 only the tables it ranks high outside that area:
 
 - an area: the logical tables whose name starts with the same word, when at least
-  `_AREA_MIN` do (a word that starts tables of other areas, `ref_sls_...`, `ref_pur_...`,
+  `terms.AREA_MIN` do (a word that starts tables of other areas, `ref_sls_...`, `ref_pur_...`,
   qualifies them and is no area); with the tables no area owns (`customer`, its country) that
   its tables reach through relationships, at most two steps on (an area too long to show whole
   is not used: its questions read their own scope);
@@ -41,12 +41,11 @@ from dataclasses import dataclass, replace
 from groundsql.schema.shortlist import Shortlist, words
 from groundsql.semantic.catalog import Catalog
 from groundsql.semantic.render import render_catalog
-from groundsql.semantic.terms import Terms
+from groundsql.semantic.terms import Terms, area_words
 
 __all__ = ["Scope", "area_text", "areas", "scoped"]
 
 _RELATED = 3  # tables added beyond the best for a value the question names
-_AREA_MIN = 5  # tables whose names start with one word that make a subject area
 _SHARED_STEPS = 2  # relationships from an area's tables to the shared tables it shows
 # An area shown longer than this (about 6,000 tokens) would leave the question too little of an
 # 8,192-token context: its questions read their own scope instead.
@@ -92,7 +91,7 @@ def _part(catalog: Catalog, tables: set[str]) -> Catalog:
     fields = {name: ref for name, ref in catalog.fields.items() if ref.table in tables}
     values = {name: v for name, v in catalog.values.items() if name in fields}
     part = replace(catalog, fields=fields, values=values, derived={})
-    part.derived.update({k: v for k, v in catalog.derived.items() if k in ("vocabulary", "clarify_vocabulary")})
+    part.derived.update({k: v for k, v in catalog.derived.items() if k in ("vocabulary", "clarify_vocabulary", "area_words")})
     return part
 
 
@@ -102,7 +101,7 @@ def areas(catalog: Catalog) -> dict[str, tuple[str, ...]]:
     if "areas" not in catalog.derived:
         names = [t.name for t in catalog.model.tables]
         first = Counter(n.split("_")[0] for n in names if "_" in n)
-        candidates = {w for w, count in first.items() if count >= _AREA_MIN}
+        candidates = {w for w in first if w.lower() in area_words(catalog)}
 
         def second(name: str) -> str | None:
             parts = name.split("_")

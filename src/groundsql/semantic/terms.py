@@ -34,9 +34,13 @@ from groundsql.semantic.catalog import Catalog, FieldRef
 
 __all__ = ["Terms", "counts_rows", "direction", "named_by", "named_currencies", "named_scales", "ranks", "terms_of", "top_n", "year_ranges"]
 
+AREA_MIN = 5  # tables whose names begin with one word that make it a subject area's code
 _GENERIC = frozenset("name names number total count value values id the of a an and in".split())
-_RANKING = re.compile(r"\b(most|least|fewest|top|bottom|best|worst|first|last|maximum|minimum|rank\w*|order\w*|"
-                      r"sort\w*|alphabetical\w*|ascending|descending|\w{3,}est)\b", re.I)
+# A superlative ("largest", "latest"), not a noun that ends like one ("work requests").
+_SUPERLATIVE = r"(?!(?:requ|inter|for|harv|inv|cont|sugg|manif|prot|dig|arr|beh|hon|mod|conqu|gu|ch|w|r|t|n)est\b)\w{3,}est"
+_RANKING = re.compile(r"\b(most|least|fewest|top|bottom|best|worst|first|last|maximum|minimum|rank\w*|"
+                      r"order(?:ed|ing)?\s+(?:by|of)|ordered|sort\w*|alphabetical\w*|ascending|descending|"
+                      rf"{_SUPERLATIVE})\b", re.I)
 _AGGREGATION_WORDS = {
     "avg": ("average", "mean", "avg", "typical"),
     "min": ("lowest", "minimum", "min", "smallest", "least", "cheapest", "bottom"),
@@ -57,7 +61,7 @@ _FISCAL = r"(?:(?:fiscal|financial|calendar)\s+(?:year\s+)?|fy\s*|the\s+year\s+)
 _YEAR_RANGE = re.compile(rf"\b(?:from|between)?\s*{_FISCAL}(1[89]\d{{2}}|20\d{{2}})\s*(?:to|and|through|thru|until|till|-|–)"
                          rf"\s*{_FISCAL}(1[89]\d{{2}}|20\d{{2}})\b", re.I)
 _QUANTITY = re.compile(r"\b(how much|how many|total|sum|average|mean|amount|value|number|count|percent\w*|ratio|"
-                       r"rate|growth|worth|cost|spen[dt]|earn\w*|paid|pay\w*|most|least|more|less|\w{3,}est)\b", re.I)
+                       r"rate|growth|worth|cost|spen[dt]|earn\w*|paid|pay\w*|most|least|more|less|" + _SUPERLATIVE + r")\b", re.I)
 _COUNT_WORDS = re.compile(r"\b(how many|number of|count\w*|tally|how often|more than|fewer than|less than|"
                           r"at least|at most|or more|or fewer|several|multiple|\d+ or more)\b", re.I)
 _MONTH = r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t|tember)?|" \
@@ -132,7 +136,7 @@ def terms_of(question: str, catalog: Catalog, found: Mapping[str, Sequence[str]]
     said_phrases = [words for found in phrases.values() for words in found]
     measures = [name for name in measures
                 if not phrases[name] or not all(any(own < words for words in said_phrases) for own in phrases[name])]
-    measures += [ref.name for ref in catalog.of_kind("aggregate") if _aggregated(question, said, ref)]
+    measures += [ref.name for ref in catalog.of_kind("aggregate") if _aggregated(question, said, catalog, ref)]
     # "the total freight cost" asks for the sum: each row's freight cost is not what to show.
     # (Not so "the highest close" or "employs the most": a row ranked by its own value.)
     summed = [catalog.fields[name].source for name in measures
@@ -154,7 +158,7 @@ def terms_of(question: str, catalog: Catalog, found: Mapping[str, Sequence[str]]
         if len(counts) < len(measures) or dimensions:
             measures = [name for name in measures if name not in counts]
     many = re.search(r"\bhow many ([a-z-]+)", question, re.I)
-    if many and any(not counts_rows(ref) and named_by(stems(many.group(1)), [ref.source.name.replace("_", " "), *ref.synonyms])
+    if many and any(not counts_rows(ref) and named_by(stems(many.group(1)), name_phrases(catalog, ref))
                     for ref in catalog.of_kind("fact", "measure", "derived")):
         # "How many employees does it have?" asks for a figure the data holds, not a count of
         # rows, nor every measure for want of one named.
@@ -177,6 +181,7 @@ def terms_of(question: str, catalog: Catalog, found: Mapping[str, Sequence[str]]
         # A dimension of currency codes: the currencies the question names ("Swiss francs").
         named += [code for code in currencies if code in listed and code not in named]
         values[name] = tuple(named)
+    _label_or_code(catalog, values)
     written = written_values(question)
     for ref in catalog.of_kind("dimension"):
         if ref.name in values or ref.source.entity or len(ref.exprs) != 1:  # type: ignore[union-attr]
@@ -234,25 +239,68 @@ def terms_of(question: str, catalog: Catalog, found: Mapping[str, Sequence[str]]
     )
 
 
+def _label_or_code(catalog: Catalog, values: dict[str, tuple[object, ...]]) -> None:
+    """A status named "closed" is the label Closed and the code CLOSED of one table: offered
+    once, as the first of its dimensions (a small model given both filled its filters with
+    copies of the code until the limit, leaving out a filter the question states)."""
+    def plain(v: object) -> str:
+        return re.sub(r"[\W_]+", "", str(v)).lower()
+
+    seen: dict[tuple[str, frozenset[str]], str] = {}
+    for name, named in values.items():
+        ref = catalog.fields[name]
+        if not named or name not in catalog.values or ref.via or any(isinstance(v, (int, float)) for v in named):
+            continue  # a name entity linking found may be a company's and its buyer's
+        key = (ref.table, frozenset(plain(v) for v in named))
+        if key in seen:
+            values[name] = ()
+        else:
+            seen[key] = name
+
+
 def counted(question: str, catalog: Catalog) -> list[str]:
     """The count measures a question asks for by what they count: "how many companies",
     "the number of deals" (company_count, deal_count), not "how many employees" (a number
-    the data holds)."""
-    things = {_stem(word) for m in re.finditer(r"\b(?:how many|number of|count)((?:\W+\w+){1,3})", question, re.I)
-              for word in re.findall(r"[A-Za-z]+", m.group(1)) if word.lower() not in _GENERIC}
+    the data holds). Of several, those that name the most of what it counts, its last word
+    first: "how many work orders" counts work orders, not orders of any kind; "how many
+    customer invoices" counts invoices, not customers."""
+    asked = [m.group(1) for m in re.finditer(r"\b(?:how many|number of|count)((?:\W+\w+){1,3})", question, re.I)]
+    things = {_stem(word) for phrase in asked for word in re.findall(r"[A-Za-z]+", phrase)
+              if word.lower() not in _GENERIC}
+    heads = {_stem(_thing_counted(phrase)) for phrase in asked if _thing_counted(phrase)}
     said = stems(question)
     for fact in catalog.of_kind("fact"):
-        phrases = [fact.source.name.replace("_", " "), *fact.synonyms]
+        # "How many people work at X": a number the data holds (a phrase that ends in what is
+        # counted: "order value" is no number of orders).
+        phrases = [p for p in name_phrases(catalog, fact) if not heads or _stem(p.split()[-1]) in heads]
         if named_by(said, phrases) and any(stems(p) & things for p in phrases):
-            return []  # "how many people work at X": a number the data holds
-    found = []
+            return []
+    found: dict[str, tuple[bool, int]] = {}
     for ref in catalog.of_kind("measure"):
         if not counts_rows(ref):
             continue
         words = stems(" ".join([ref.source.name.replace("_", " "), ref.table.replace("_", " "), *ref.synonyms]))
         if things & words:
-            found.append(ref.name)
-    return found
+            found[ref.name] = (bool(heads & words), len(things & words))
+    best = max(found.values(), default=None)
+    return [name for name, score in found.items() if score == best]
+
+
+# The words that end what a count counts: "how many sales orders [in] ...", "[are] closed".
+_AFTER_COUNTED = frozenset("""a an the in on at of for from to by with without per each every that which who whose
+    where when are is was were be been being do does did have has had there their its it this these those
+    than more fewer less""".split())
+
+
+def _thing_counted(phrase: str) -> str:
+    """The last word of what a count counts: "sales orders" of " sales orders in the
+    category"; "" when none."""
+    kept: list[str] = []
+    for word in re.findall(r"[A-Za-z]+", phrase):
+        if word.lower() in _AFTER_COUNTED:
+            break
+        kept.append(word)
+    return kept[-1] if kept else ""
 
 
 def grouped(question: str, catalog: Catalog, offered: Sequence[str]) -> tuple[str, ...]:
@@ -267,7 +315,7 @@ def grouped(question: str, catalog: Catalog, offered: Sequence[str]) -> tuple[st
             if ref.kind not in ("dimension", "time") or name in found:
                 continue
             grain = ref.grain or ("year" if ref.kind == "time" and ref.source.type == "year" else None)  # type: ignore[union-attr]
-            if named_by(said, [ref.source.name.replace("_", " "), *ref.synonyms]) or (grain and grain in words):
+            if named_by(said, name_phrases(catalog, ref)) or (grain and grain in words):
                 found.append(name)
     return tuple(found)
 
@@ -342,7 +390,7 @@ def top_n(question: str) -> int | None:
     if not ranks(question):
         return None
     number = r"(\d{1,4}|" + "|".join(w for w in _NUMBER_WORDS if w not in ("zero", "one")) + ")"
-    superlative = r"(?:\w{3,}est|most|least|fewest|best|worst)\b"
+    superlative = rf"(?:{_SUPERLATIVE}|most|least|fewest|best|worst)\b"
     for pattern in (rf"\b(?:top|bottom|first|last)\s+{number}\b(?!\s*(?:%|percent|thousand|million|billion))",
                     rf"\b{number}\s+(?:[a-z-]+\s+){{0,3}}?{superlative}",
                     rf"^\W*(?:which|what|list|name|show|find|give)\s+(?:the\s+)?{number}\s+[a-z]"):
@@ -358,6 +406,30 @@ def top_n(question: str) -> int | None:
 def year_ranges(question: str) -> tuple[tuple[int, int], ...]:
     """The spans of years a question states: "from 2019 to 2023", "fiscal 2019-2023"."""
     return tuple((int(a), int(b)) for a, b in _YEAR_RANGE.findall(question) if int(a) < int(b))
+
+
+def area_words(catalog: Catalog) -> frozenset[str]:
+    """The words that begin the names of at least `AREA_MIN` logical tables (`sls` of
+    `sls_order`, `sls_order_line`, ...; `ref` of the reference tables): a warehouse's codes for
+    its subject areas. Computed once per catalog."""
+    if "area_words" not in catalog.derived:
+        first = Counter(t.name.split("_")[0].lower() for t in catalog.model.tables if "_" in t.name)
+        catalog.derived["area_words"] = frozenset(w for w, n in first.items() if n >= AREA_MIN)
+    return catalog.derived["area_words"]  # type: ignore[return-value]
+
+
+def name_phrases(catalog: Catalog, ref: FieldRef) -> list[str]:
+    """The phrases a question may name a field by: its name, its synonyms, and where a model
+    has subject areas, its name without the area's code (`rsk_incident_count` is also
+    "incident count": a question says "compliance incidents", never "rsk")."""
+    name = ref.source.name.replace("_", " ")
+    phrases = [name, *ref.synonyms]
+    codes = area_words(catalog)
+    if len(codes) >= 2:
+        plain = " ".join(w for w in name.split() if w.lower() not in codes)
+        if plain != name and stems(plain):
+            phrases.append(plain)
+    return phrases
 
 
 def counts_rows(ref: FieldRef) -> bool:
@@ -410,7 +482,7 @@ def _speaks_of(said: set[str], catalog: Catalog, ref: FieldRef, values: bool = T
     """Whether the question names the field: by its name, a synonym or (with `values`) one of
     its values that is more than words of the model's own names (the status "Announced" is
     not spoken of by "announced in 2023", which speaks of announced_year)."""
-    phrases = [ref.source.name.replace("_", " "), *ref.synonyms]
+    phrases = name_phrases(catalog, ref)
     if ref.grain is not None:  # "booked in each month" speaks of booked_date's month
         phrases.append(re.sub(r"\b(date|time|timestamp|datetime|at|on)\b", " ", phrases[0]))
     if values:
@@ -422,9 +494,9 @@ def _speaks_of(said: set[str], catalog: Catalog, ref: FieldRef, values: bool = T
     return ref.grain is None or named_by(said, [ref.grain, f"{ref.grain}ly", "annual" if ref.grain == "year" else ""])
 
 
-def _aggregated(question: str, said: set[str], ref: FieldRef) -> bool:
+def _aggregated(question: str, said: set[str], catalog: Catalog, ref: FieldRef) -> bool:
     """An aggregated fact (avg_volume): its fact is named, and so is its aggregation."""
-    if not named_by(said, [ref.source.name.replace("_", " "), *ref.synonyms]):
+    if not named_by(said, name_phrases(catalog, ref)):
         return False
     words = _AGGREGATION_WORDS[ref.aggregation or "sum"]
     return any(re.search(rf"\b{w}\b", question, re.I) for w in words)
