@@ -365,6 +365,18 @@ def test_a_broken_semantic_model_is_one_sentence_with_file_line_and_field(demo, 
         catalog_of(demo, broken)
 
 
+@pytest.mark.parametrize("areas, message", [
+    ("  - {name: markets, tables: [prices, nope]}\n", r"semantic\.yaml:\d+: areas\.0\.tables\.1: no logical table 'nope'"),
+    ("  - {name: markets, tables: [prices]}\n  - {name: trading, tables: [prices]}\n",
+     r"areas\.1\.tables\.0: prices is already in the area markets"),
+])
+def test_a_declared_area_names_tables_of_the_model_once(demo, tmp_path, areas, message) -> None:
+    broken = tmp_path / "semantic.yaml"
+    broken.write_text(SEMANTIC.read_text() + "areas:\n" + areas)
+    with pytest.raises(ConfigError, match=message):
+        catalog_of(demo, broken)
+
+
 def test_a_malformed_file_is_reported_by_line(tmp_path) -> None:
     broken = tmp_path / "semantic.yaml"
     broken.write_text("tables:\n  - name: x\n    table: company\n    measures: 3\n")

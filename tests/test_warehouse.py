@@ -203,6 +203,34 @@ def test_an_area_too_long_to_show_whole_gives_way_to_the_questions_own_scope(sma
             assert "lgs_shipment" in scope.tables and len(scope.tables) <= (60 if area else 8 + 3)
 
 
+def test_areas_the_model_declares_take_the_place_of_those_its_names_show(small, drafted, tmp_path) -> None:
+    """A warehouse whose names showed no areas would declare them; declared, they are the
+    areas, each with the shared tables its own reach."""
+    import shutil
+
+    from groundsql.db import Database
+    from groundsql.packs.load import load_pack
+    from groundsql.semantic.load import catalog_for
+    from groundsql.semantic.scope import areas, scoped
+    from groundsql.semantic.terms import terms_of
+
+    pack_dir = tmp_path / "pack"
+    shutil.copytree(drafted, pack_dir)
+    semantic = pack_dir / "semantic.yaml"
+    semantic.write_text(semantic.read_text() + "areas:\n"
+                        "  - {name: shipping, tables: [lgs_shipment, ref_lgs_status]}\n"
+                        "  - {name: billing, tables: [fin_invoice, ref_fin_status]}\n")
+    pack = load_pack(pack_dir)
+    with Database(f"sqlite:///{small}") as db:
+        catalog = catalog_for(pack.semantic, db.introspect(), semantic, tuple(e.table for e in pack.entities))
+    assert set(areas(catalog)) == {"shipping", "billing"}
+    assert {"lgs_shipment", "ref_lgs_status", "customer"} <= set(areas(catalog)["shipping"])
+    assert "fin_invoice" not in areas(catalog)["shipping"]
+    question = "How many shipments are closed?"
+    scope = scoped(catalog, question, terms_of(question, catalog), 8)
+    assert scope.area == "shipping" and "lgs_shipment" in scope.shared
+
+
 def test_a_model_without_areas_in_its_names_reads_its_scope_alone() -> None:
     from groundsql.api import demo_database_url
     from groundsql.db import Database

@@ -105,6 +105,7 @@ def build_catalog(model: SemanticModel, schema: Schema, entity_tables: Sequence[
     catalog = Catalog(model, schema.dialect)
     _check_tables(model, schema)
     _check_relationships(model, schema)
+    _check_areas(model)
     entities = {e.lower() for e in entity_tables}
     for i, table in enumerate(model.tables):
         at: Where = ("tables", i)
@@ -219,6 +220,22 @@ def _check_tables(model: SemanticModel, schema: Schema) -> None:
         for j, key in enumerate(table.key):
             if real.column(key) is None:
                 raise SemanticError(("tables", i, "key", j), f"table {table.table!r} has no column {key!r}")
+
+
+def _check_areas(model: SemanticModel) -> None:
+    owner: dict[str, str] = {}
+    names: set[str] = set()
+    for i, area in enumerate(model.areas):
+        if area.name in names:
+            raise SemanticError(("areas", i, "name"), f"two areas are named {area.name!r}")
+        names.add(area.name)
+        for j, name in enumerate(area.tables):
+            if model.table(name) is None:
+                raise SemanticError(("areas", i, "tables", j), f"no logical table {name!r} in the model")
+            if name in owner:
+                raise SemanticError(("areas", i, "tables", j), f"{name} is already in the area {owner[name]}: "
+                                    "a table belongs to one area (tables every area uses belong to none)")
+            owner[name] = area.name
 
 
 def _check_relationships(model: SemanticModel, schema: Schema) -> None:

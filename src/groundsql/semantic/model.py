@@ -242,12 +242,24 @@ class CurrencyConversion(_Strict):
     code: str
 
 
+class Area(_Strict):
+    """A subject area of a large model (sales: orders, their lines, their statuses): what a
+    question about it reads whole, with the tables no area owns that these reach (a customer,
+    its country). Declared where the names do not show areas (semantic/scope.py)."""
+
+    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=64)
+    description: str = ""
+    tables: tuple[str, ...] = Field(min_length=1)  # logical tables
+
+
 class SemanticModel(_Strict):
     name: str = ""
     description: str = ""
     drafted: bool = False  # written by `groundsql init`, for a person to review
     tables: tuple[LogicalTable, ...] = Field(min_length=1)
     relationships: tuple[Relationship, ...] = ()
+    # Subject areas; without them, a large model's areas are read from its tables' names.
+    areas: tuple[Area, ...] = ()
     currency: CurrencyConversion | None = None
     # Instructions for the model choosing requests, in the words of the people who know the data.
     rules: tuple[str, ...] = ()

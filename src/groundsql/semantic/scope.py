@@ -23,8 +23,8 @@ Where they do, the question reads its area whole, the same text for every questi
 area, so the model's state for it is computed once and saved (llm/kvstore.py), and after it
 only the tables it ranks high outside that area:
 
-- an area: the logical tables whose name starts with the same word, when at least
-  `terms.AREA_MIN` do (a word that starts tables of other areas, `ref_sls_...`, `ref_pur_...`,
+- an area: the model's own (`areas:` in semantic.yaml), or else the logical tables whose name
+  starts with the same word, when at least `terms.AREA_MIN` do (a word that starts tables of other areas, `ref_sls_...`, `ref_pur_...`,
   qualifies them and is no area); with the tables no area owns (`customer`, its country) that
   its tables reach through relationships, at most two steps on (an area too long to show whole
   is not used: its questions read their own scope);
@@ -96,33 +96,20 @@ def _part(catalog: Catalog, tables: set[str]) -> Catalog:
 
 
 def areas(catalog: Catalog) -> dict[str, tuple[str, ...]]:
-    """Subject area -> its logical tables, shared ones included, in the model's order; empty
-    when the names show fewer than two areas. Built once per catalog."""
+    """Subject area -> its logical tables, shared ones included, in the model's order: the
+    model's own `areas`, or those its names show; empty when they show fewer than two. Built
+    once per catalog."""
     if "areas" not in catalog.derived:
         names = [t.name for t in catalog.model.tables]
-        first = Counter(n.split("_")[0] for n in names if "_" in n)
-        candidates = {w for w in first if w.lower() in area_words(catalog)}
-
-        def second(name: str) -> str | None:
-            parts = name.split("_")
-            return parts[1] if len(parts) > 2 else None
-
-        qualifiers = {w for w in candidates
-                      if 2 * sum(second(n) in candidates - {w} for n in names if n.startswith(w + "_")) >= first[w]}
-        found = candidates - qualifiers
-        owner: dict[str, str] = {}
-        for name in names:
-            parts = name.split("_")
-            if parts[0] in found:
-                owner[name] = parts[0]
-            elif parts[0] in qualifiers and len(parts) > 2 and parts[1] in found:
-                owner[name] = parts[1]
+        declared = {name: area.name for area in catalog.model.areas for name in area.tables}
+        owner = declared or _named_areas(catalog, names)
+        found = set(owner.values())
         related = _related(catalog)
         neighbours: dict[str, set[str]] = defaultdict(set)
         for a, b in related:
             neighbours[a].add(b)
         result: dict[str, tuple[str, ...]] = {}
-        if len(found) >= 2:
+        if len(found) >= 2 or declared:
             for area in sorted(found):
                 own = {n for n, a in owner.items() if a == area}
                 shown, frontier = set(own), set(own)
@@ -133,6 +120,28 @@ def areas(catalog: Catalog) -> dict[str, tuple[str, ...]]:
         catalog.derived["areas"] = result
         catalog.derived["area_of"] = owner
     return catalog.derived["areas"]  # type: ignore[return-value]
+
+
+def _named_areas(catalog: Catalog, names: list[str]) -> dict[str, str]:
+    """Logical table -> the area its name shows (`sls_order`: sls; `ref_sls_status`: sls)."""
+    first = Counter(n.split("_")[0] for n in names if "_" in n)
+    candidates = {w for w in first if w.lower() in area_words(catalog)}
+
+    def second(name: str) -> str | None:
+        parts = name.split("_")
+        return parts[1] if len(parts) > 2 else None
+
+    qualifiers = {w for w in candidates
+                  if 2 * sum(second(n) in candidates - {w} for n in names if n.startswith(w + "_")) >= first[w]}
+    found = candidates - qualifiers
+    owner: dict[str, str] = {}
+    for name in names:
+        parts = name.split("_")
+        if parts[0] in found:
+            owner[name] = parts[0]
+        elif parts[0] in qualifiers and len(parts) > 2 and parts[1] in found:
+            owner[name] = parts[1]
+    return owner
 
 
 def area_text(catalog: Catalog, area: str) -> str | None:

@@ -37,7 +37,7 @@ __all__ = ["Terms", "counts_rows", "direction", "named_by", "named_currencies", 
 AREA_MIN = 5  # tables whose names begin with one word that make it a subject area's code
 _GENERIC = frozenset("name names number total count value values id the of a an and in".split())
 # A superlative ("largest", "latest"), not a noun that ends like one ("work requests").
-_SUPERLATIVE = r"(?!(?:requ|inter|for|harv|inv|cont|sugg|manif|prot|dig|arr|beh|hon|mod|conqu|gu|ch|w|r|t|n)est\b)\w{3,}est"
+_SUPERLATIVE = r"(?!(?:requ|inter|for|harv|inv|cont|sugg|manif|prot|dig|arr|beh|hon|mod|conqu)est\b)\w{3,}est"
 _RANKING = re.compile(r"\b(most|least|fewest|top|bottom|best|worst|first|last|maximum|minimum|rank\w*|"
                       r"order(?:ed|ing)?\s+(?:by|of)|ordered|sort\w*|alphabetical\w*|ascending|descending|"
                       rf"{_SUPERLATIVE})\b", re.I)
