@@ -203,6 +203,43 @@ def test_an_area_too_long_to_show_whole_gives_way_to_the_questions_own_scope(sma
             assert "lgs_shipment" in scope.tables and len(scope.tables) <= (60 if area else 8 + 3)
 
 
+def _checked_catalog(small: Path, drafted: Path):
+    from groundsql.db import Database
+    from groundsql.packs.load import load_pack
+    from groundsql.semantic.load import catalog_for, check_data
+
+    pack = load_pack(drafted)
+    with Database(f"sqlite:///{small}") as db:
+        catalog = catalog_for(pack.semantic, db.introspect(), pack.semantic_path, tuple(e.table for e in pack.entities))
+        check_data(catalog, db, pack.semantic_path)
+    return catalog
+
+
+def test_a_named_value_is_only_what_the_question_means_by_it(small, drafted) -> None:
+    from groundsql.semantic.request import request_schema
+    from groundsql.semantic.terms import terms_of
+
+    catalog = _checked_catalog(small, drafted)
+
+    def offered(question: str) -> tuple[dict, set[str]]:
+        schema = request_schema(catalog, terms_of(question, catalog))
+        return schema, {f["properties"]["field"]["const"] for f in schema["properties"]["where"]["items"]["anyOf"]}
+
+    # "Krakow Plant" is a site; its word "Plant" is no site type besides. One number is asked:
+    # no count of categories beside it.
+    schema, fields = offered("How many meter readings in the category 'Electricity' were recorded at Krakow Plant?")
+    assert "site" in fields and "site_type" not in fields
+    assert schema["properties"]["select"]["items"]["enum"] == ["fac_meter_count"]
+    # "highest" ranks; it names no priority High.
+    _, fields = offered("Which 3 customers in Germany had the highest total handling time in minutes of closed "
+                        "support tickets in 2023?")
+    assert {"country", "svc_status"} <= fields and "svc_priority" not in fields
+    # "ordered by customers" says who ordered: not one row per customer.
+    schema, _ = offered("What was the total line net amount of sales order lines for bearings ordered by customers "
+                        "in Germany in 2024?")
+    assert "prefixItems" not in schema["properties"]["select"]
+
+
 def test_areas_the_model_declares_take_the_place_of_those_its_names_show(small, drafted, tmp_path) -> None:
     """A warehouse whose names showed no areas would declare them; declared, they are the
     areas, each with the shared tables its own reach."""
@@ -262,16 +299,10 @@ def test_a_model_without_areas_in_its_names_reads_its_scope_alone() -> None:
 ])
 def test_a_count_is_of_what_the_question_counts_and_filtered_only_by_what_its_rows_reach(
         small, drafted, question, count, offered, not_offered) -> None:
-    from groundsql.db import Database
-    from groundsql.packs.load import load_pack
-    from groundsql.semantic.load import catalog_for, check_data
     from groundsql.semantic.request import request_schema
     from groundsql.semantic.terms import terms_of
 
-    pack = load_pack(drafted)
-    with Database(f"sqlite:///{small}") as db:
-        catalog = catalog_for(pack.semantic, db.introspect(), pack.semantic_path, tuple(e.table for e in pack.entities))
-        check_data(catalog, db, pack.semantic_path)  # reads the small dimensions' values ("Closed")
+    catalog = _checked_catalog(small, drafted)  # with the small dimensions' values ("Closed")
     terms = terms_of(question, catalog)
     assert terms.counted == (count,) and not terms.ranks
     schema = request_schema(catalog, terms)

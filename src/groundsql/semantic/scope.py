@@ -104,10 +104,18 @@ def areas(catalog: Catalog) -> dict[str, tuple[str, ...]]:
         declared = {name: area.name for area in catalog.model.areas for name in area.tables}
         owner = declared or _named_areas(catalog, names)
         found = set(owner.values())
-        related = _related(catalog)
         neighbours: dict[str, set[str]] = defaultdict(set)
-        for a, b in related:
-            neighbours[a].add(b)
+        if declared:
+            # Tables no declared area owns may be any table (another subject's facts): an area
+            # shares only those its rows refer to (a customer, its country).
+            for rel in catalog.model.relationships:
+                up = [(rel.from_, rel.to)] if rel.type == "many_to_one" else [(rel.to, rel.from_)] \
+                    if rel.type == "one_to_many" else [(rel.from_, rel.to), (rel.to, rel.from_)]
+                for a, b in up:
+                    neighbours[a].add(b)
+        else:
+            for a, b in _related(catalog):
+                neighbours[a].add(b)
         result: dict[str, tuple[str, ...]] = {}
         if len(found) >= 2 or declared:
             for area in sorted(found):
@@ -172,6 +180,10 @@ def scoped(catalog: Catalog, question: str, terms: Terms, tables: int, by_area: 
     area = area if shared is not None else None
     in_area = areas(catalog)[area] if area else ()
     extra = tuple(t for t in kept if t not in in_area)
+    if area:
+        # Beyond its area, the tables the question speaks of (a field or a value it names),
+        # not every table whose words rank high ("recorded" and "total" are in many).
+        extra = tuple(t for t in extra if t in spoken or t in valued)
     shown = in_area + extra if area else tuple(kept)
     part = _part(catalog, set(shown))
     fields = part.fields

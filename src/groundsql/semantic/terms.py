@@ -150,8 +150,13 @@ def terms_of(question: str, catalog: Catalog, found: Mapping[str, Sequence[str]]
         # delisted in 2023?") gets none.
         measures = [ref.name for ref in catalog.of_kind("measure", "derived")]
     if re.search(r"\bhow many\b", question, re.I) and not _GROUPING.search(question) and not ranks(question):
-        # "How many companies were founded in 2000 or later?" is one number, not one per year.
+        # "How many companies were founded in 2000 or later?" is one number, not one per year;
+        # nor a count of anything else beside it ("How many work orders in the category X":
+        # not also how many categories).
         dimensions = [name for name in dimensions if catalog.fields[name].kind == "fact"]
+        asked = counted(question, catalog)
+        if asked:
+            measures = [name for name in measures if name in asked or not counts_rows(catalog.fields[name])]
     if not _COUNT_WORDS.search(question) and not ranks(question):
         # "Which chemicals makers are British?" asks for the makers, not for how many there are.
         counts = [name for name in measures if counts_rows(catalog.fields[name])]
@@ -182,6 +187,7 @@ def terms_of(question: str, catalog: Catalog, found: Mapping[str, Sequence[str]]
         named += [code for code in currencies if code in listed and code not in named]
         values[name] = tuple(named)
     _label_or_code(catalog, values)
+    _within_longer(question, values)
     written = written_values(question)
     for ref in catalog.of_kind("dimension"):
         if ref.name in values or ref.source.entity or len(ref.exprs) != 1:  # type: ignore[union-attr]
@@ -258,6 +264,30 @@ def _label_or_code(catalog: Catalog, values: dict[str, tuple[object, ...]]) -> N
             seen[key] = name
 
 
+def _within_longer(question: str, values: dict[str, tuple[object, ...]]) -> None:
+    """A value the question writes only inside a longer value of another field names nothing
+    ("at Krakow Plant" is a site, not also the site type Plant): the words of a name name
+    nothing else."""
+    text = question.lower()
+    spans: list[tuple[int, int, str]] = []
+    for name, named in values.items():
+        for value in named:
+            if isinstance(value, str) and value.strip():
+                spans += [(m.start(), m.end(), name) for m in
+                          re.finditer(rf"(?<!\w){re.escape(value.lower())}(?!\w)", text)]
+    for name, named in values.items():
+        kept = []
+        for value in named:
+            own = [(m.start(), m.end()) for m in re.finditer(rf"(?<!\w){re.escape(str(value).lower())}(?!\w)", text)] \
+                if isinstance(value, str) and value.strip() else []
+            if own and all(any(s2 <= s1 and e1 <= e2 and e2 - s2 > e1 - s1 and other != name
+                               for s2, e2, other in spans) for s1, e1 in own):
+                continue
+            kept.append(value)
+        if len(kept) < len(named):
+            values[name] = tuple(kept)
+
+
 def counted(question: str, catalog: Catalog) -> list[str]:
     """The count measures a question asks for by what they count: "how many companies",
     "the number of deals" (company_count, deal_count), not "how many employees" (a number
@@ -308,6 +338,10 @@ def grouped(question: str, catalog: Catalog, offered: Sequence[str]) -> tuple[st
     "for every sector", "by region"): named by the words after each, every, per or by."""
     found: list[str] = []
     for m in _EACH.finditer(question):
+        before = re.findall(r"[A-Za-z]+", question[:m.start()])
+        if m.group(0).lower().startswith("by") and before and before[-1].lower().endswith("ed") \
+                and before[-1].lower() != "grouped":
+            continue  # "ordered by customers in Germany": who ordered, not one row per customer
         said = stems(m.group(1))
         words = {w.lower() for w in re.findall(r"[A-Za-z]+", m.group(1))}
         for name in offered:
@@ -562,7 +596,9 @@ def _begins(word: str, asked: Sequence[str]) -> bool:
     if len(word) < 4:
         return False
     head = word[:5] if len(word) > 5 else word[:4]
-    return any(w.startswith(head) and len(word) - 2 <= len(w) <= len(word) + 4 for w in asked)
+    # "highest" does not name the priority High, nor "larger" the size Large.
+    return any(w.startswith(head) and len(word) - 2 <= len(w) <= len(word) + 4
+               and w not in (word + "est", word + "er", word + "st", word + "r") for w in asked)
 
 
 def written_values(question: str) -> tuple[str, ...]:
