@@ -149,14 +149,14 @@ def terms_of(question: str, catalog: Catalog, found: Mapping[str, Sequence[str]]
         # every measure (a drafted model has few words). A listing ("Which tickers were
         # delisted in 2023?") gets none.
         measures = [ref.name for ref in catalog.of_kind("measure", "derived")]
+    asked_counts = counted(question, catalog)
     if re.search(r"\bhow many\b", question, re.I) and not _GROUPING.search(question) and not ranks(question):
         # "How many companies were founded in 2000 or later?" is one number, not one per year;
         # nor a count of anything else beside it ("How many work orders in the category X":
         # not also how many categories).
         dimensions = [name for name in dimensions if catalog.fields[name].kind == "fact"]
-        asked = counted(question, catalog)
-        if asked:
-            measures = [name for name in measures if name in asked or not counts_rows(catalog.fields[name])]
+        if asked_counts:
+            measures = [name for name in measures if name in asked_counts or not counts_rows(catalog.fields[name])]
     if not _COUNT_WORDS.search(question) and not ranks(question):
         # "Which chemicals makers are British?" asks for the makers, not for how many there are.
         counts = [name for name in measures if counts_rows(catalog.fields[name])]
@@ -236,7 +236,7 @@ def terms_of(question: str, catalog: Catalog, found: Mapping[str, Sequence[str]]
         top=top,
         reports=bool(re.search(r"\breport\w*", question, re.I)),
         year_ranges=year_ranges(question),
-        counted=tuple(name for name in measures if name in counted(question, catalog)),
+        counted=tuple(name for name in measures if name in asked_counts),
         grouped=tuple(dict.fromkeys([*grouped(question, catalog, dimensions), *each])),
         measures=spoken_measures,
         dated=dated(question),
@@ -269,19 +269,19 @@ def _within_longer(question: str, values: dict[str, tuple[object, ...]]) -> None
     ("at Krakow Plant" is a site, not also the site type Plant): the words of a name name
     nothing else."""
     text = question.lower()
-    spans: list[tuple[int, int, str]] = []
+    spans: dict[tuple[str, object], list[tuple[int, int]]] = {}
     for name, named in values.items():
         for value in named:
             if isinstance(value, str) and value.strip():
-                spans += [(m.start(), m.end(), name) for m in
-                          re.finditer(rf"(?<!\w){re.escape(value.lower())}(?!\w)", text)]
+                spans[(name, value)] = [(m.start(), m.end()) for m in
+                                        re.finditer(rf"(?<!\w){re.escape(value.lower())}(?!\w)", text)]
+    others = [(s, e, name) for (name, _), found in spans.items() for s, e in found]
     for name, named in values.items():
         kept = []
         for value in named:
-            own = [(m.start(), m.end()) for m in re.finditer(rf"(?<!\w){re.escape(str(value).lower())}(?!\w)", text)] \
-                if isinstance(value, str) and value.strip() else []
+            own = spans.get((name, value), [])
             if own and all(any(s2 <= s1 and e1 <= e2 and e2 - s2 > e1 - s1 and other != name
-                               for s2, e2, other in spans) for s1, e1 in own):
+                               for s2, e2, other in others) for s1, e1 in own):
                 continue
             kept.append(value)
         if len(kept) < len(named):
@@ -297,7 +297,7 @@ def counted(question: str, catalog: Catalog) -> list[str]:
     asked = [m.group(1) for m in re.finditer(r"\b(?:how many|number of|count)((?:\W+\w+){1,3})", question, re.I)]
     things = {_stem(word) for phrase in asked for word in re.findall(r"[A-Za-z]+", phrase)
               if word.lower() not in _GENERIC}
-    heads = {_stem(_thing_counted(phrase)) for phrase in asked if _thing_counted(phrase)}
+    heads = {_stem(head) for head in map(_thing_counted, asked) if head}
     said = stems(question)
     for fact in catalog.of_kind("fact"):
         # "How many people work at X": a number the data holds (a phrase that ends in what is
