@@ -337,6 +337,61 @@ def test_a_tie_between_two_joins_is_broken_by_the_table_the_request_shows(small:
             compile_request(catalog, Request.model_validate({**request, "select": ["total_freight_cost"]}))
 
 
+def test_a_tie_the_request_leaves_open_is_broken_by_the_tables_its_question_speaks_of(small, drafted) -> None:
+    """"Shipped to customers in Germany": the request shows no customer, but the question
+    speaks of customers, so the country is the customer's (and the request says through what);
+    a question that speaks of neither way leaves the tie an error."""
+    from groundsql.semantic.compile import AmbiguousJoin, compile_request
+    from groundsql.semantic.request import Request, as_asked
+    from groundsql.semantic.terms import terms_of
+
+    catalog = _checked_catalog(small, drafted)
+    request = Request.model_validate({"select": ["total_freight_cost"], "where": [{"field": "country",
+                                                                                   "value": "Germany"}]})
+    question = "What was the total freight cost of shipments for customers in Germany?"
+    asked = as_asked(request, terms_of(question, catalog), catalog)
+    assert "customer" in asked.through and "site" not in asked.through
+    compiled = compile_request(catalog, asked)
+    assert any("the question names" in note for note in compiled.notes), compiled.notes
+    assert "customer.country_id" in compiled.sql and "site" not in compiled.sql
+    neither = as_asked(request, terms_of("What was the total freight cost of shipments in Germany?", catalog), catalog)
+    assert not {"customer", "site"} & set(neither.through)
+    with pytest.raises(AmbiguousJoin):
+        compile_request(catalog, neither)
+
+
+def test_a_revision_is_not_offered_the_filter_the_requests_measures_cannot_reach(small, drafted, prepared) -> None:
+    """The 1.5B model filtered purchase orders by a sales order's date and, told it was
+    unreachable, repeated it: the revision's schema offers only the filters the chosen
+    measure's rows are joined to (here: a purchase order's status, not a sales order's)."""
+    from groundsql.config import Settings
+    from groundsql.db import Database
+    from groundsql.packs.load import load_pack
+    from groundsql.strategies import Context, get_strategy
+    from tests.test_compiled import Scripted
+
+    question = "What was the total order value of closed purchase orders in 2023?"
+    wrong = {"select": ["total_order_value"], "where": [{"field": "sls_status", "value": "Closed"},
+                                                        {"field": "purchase_order_date", "value": "2023"}]}
+    right = {"select": ["total_order_value"], "where": [{"field": "pur_status", "value": "Closed"},
+                                                        {"field": "purchase_order_date", "value": "2023"}]}
+    llm = Scripted(json.dumps(wrong), json.dumps(right))
+    settings = Settings.model_validate({"grounded": {"embeddings": False}, "compiled": {"fallback": False}})
+    with Database(f"sqlite:///{small}") as db:
+        answer = get_strategy("compiled")(question, Context(db=db, llm=llm, settings=settings,
+                                                            pack=load_pack(drafted), resources=prepared))
+
+    def filters(request) -> set[str]:
+        return {f["properties"]["field"]["const"] for f in request.json_schema["properties"]["where"]["items"]["anyOf"]}
+
+    first, revision = llm.requests
+    assert {"sls_status", "mfg_status"} <= filters(first)
+    assert not {"sls_status", "mfg_status"} & filters(revision)
+    assert {"pur_status", "purchase_order_date"} <= filters(revision)
+    assert answer.ok and answer.grounds["request"] == right, answer.error
+    assert next(s for s in answer.steps if s.name == "revise request").detail["not_offered"] == ["sls_status"]
+
+
 def _rounded(rows) -> list[tuple]:
     from decimal import Decimal
 

@@ -44,7 +44,7 @@ from groundsql.semantic.catalog import Catalog, FieldRef
 from groundsql.semantic.model import SCALES, Measure, Relationship
 from groundsql.semantic.request import Filter, Request
 
-__all__ = ["CompileError", "Compiled", "compile_request"]
+__all__ = ["AmbiguousJoin", "CompileError", "Compiled", "compile_request", "joined_tables", "measure_tables"]
 
 _MAX_PATH = 5  # relationships between the base and any table a request reaches
 _TIES = 4  # equally short paths kept to one table: a tie is broken by the tables a request names
@@ -53,6 +53,10 @@ _FIRST = "m1"  # the first table's subquery, when measures of several are joined
 
 class CompileError(GroundsqlError):
     """The request cannot be written as SQL over this model; the message says why."""
+
+
+class AmbiguousJoin(CompileError):
+    """A table is reached in two equally short ways and nothing in the request says which."""
 
 
 @dataclass(frozen=True)
@@ -195,6 +199,11 @@ def _measure_tables(catalog: Catalog, request: Request) -> list[Side]:
             if (part.table, _edge(part)) not in sides:
                 sides.append((part.table, _edge(part)))
     return sides
+
+
+def measure_tables(catalog: Catalog, request: Request) -> list[str]:
+    """The tables whose rows the request's measures aggregate."""
+    return list(dict.fromkeys(table for table, _ in _measure_tables(catalog, request)))
 
 
 def _edge(ref: FieldRef) -> tuple[str, str] | None:
@@ -660,22 +669,24 @@ class _Compiler:
         best_cost, best = found[0]
         ties = [p for cost, p in found[1:] if cost == best_cost and p != best]
         if ties and strict:
-            chosen = self._through_used([best, *ties])
+            chosen, by = self._through_used([best, *ties], self.used_tables), "request"
+            if chosen is None and self.request.through:
+                chosen, by = self._through_used([best, *ties], set(self.request.through)), "question"
             if chosen is None:
-                raise CompileError(f"{goal} is reached from {start} in two ways ({_describe(best)}; "
+                raise AmbiguousJoin(f"{goal} is reached from {start} in two ways ({_describe(best)}; "
                                    f"{_describe(ties[0])}): the semantic model must name one with via")
             others = "; ".join(_describe(p) for p in (best, *ties) if p != chosen)
-            self.notes.append(f"{goal} reached through {_describe(chosen)}, a table the request names, "
+            self.notes.append(f"{goal} reached through {_describe(chosen)}, a table the {by} names, "
                               f"not {others}")
             return chosen
         return best
 
-    def _through_used(self, paths: list[Path]) -> Path | None:
-        """Of equally short paths, the one through the most tables the request's other fields
-        are on ("customers in Germany" showing the customer: the customer's country, not the
-        site's); None when none or several pass through as many."""
+    def _through_used(self, paths: list[Path], tables: set[str]) -> Path | None:
+        """Of equally short paths, the one through the most of `tables` (those the request's
+        other fields are on: "customers in Germany" showing the customer, the customer's
+        country, not the site's); None when none or several pass through as many."""
         def used(path: Path) -> int:
-            return sum(step.leads_to() in self.used_tables for step in path[:-1])
+            return sum(step.leads_to() in tables for step in path[:-1])
 
         counts = sorted(((used(p), p) for p in paths), key=lambda item: -item[0])
         if counts[0][0] == 0 or len(counts) > 1 and counts[1][0] == counts[0][0]:

@@ -19,6 +19,7 @@ question, so the model cannot name a field or a value that does not exist. The c
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -77,6 +78,10 @@ class Request(_Strict):
     # The measures' average over the values of this field ("average quarterly revenue": each
     # quarter's revenue, averaged).
     per: str | None = None
+    # Written by code, never by the model: the tables the question speaks of, which decide
+    # between two equally short joins the request's own fields leave open ("ordered by
+    # customers in Italy": a sale's country through its customer, not its site).
+    through: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """The request as the model wrote it, without the parts left empty."""
@@ -133,7 +138,7 @@ def with_ranked_order(request: Request, terms: Terms, catalog: Catalog) -> Reque
 def as_asked(request: Request, terms: Terms, catalog: Catalog) -> Request:
     """The request as its question reads (the repairs below, in turn)."""
     for repair in (with_fields_once, with_ranges, with_change, with_named_measure, with_ranked_order, with_one_row,
-                   with_top, with_names_once, with_named_currency, with_both_currencies):
+                   with_top, with_names_once, with_named_currency, with_both_currencies, with_ties_broken):
         request = repair(request, terms, catalog)
     return request
 
@@ -240,6 +245,24 @@ def with_names_once(request: Request, terms: Terms, catalog: Catalog) -> Request
     return request if len(where) == len(request.where) else request.model_copy(update={"where": tuple(where)})
 
 
+def with_ties_broken(request: Request, terms: Terms, catalog: Catalog) -> Request:
+    """A filter or field reached from the request's rows in two equally short ways that its own
+    fields do not decide ("pumps ordered by customers in Italy": a sale's country is its
+    customer's and its site's) is reached through the tables the question speaks of."""
+    from groundsql.semantic.compile import AmbiguousJoin, CompileError, compile_request
+
+    spoken = tuple(dict.fromkeys(catalog.fields[name].table for name in terms.select or () if name in catalog.fields))
+    if not spoken or request.through:
+        return request
+    try:
+        compile_request(catalog, request)
+    except AmbiguousJoin:
+        return request.model_copy(update={"through": spoken})
+    except CompileError:
+        pass
+    return request
+
+
 def with_named_measure(request: Request, terms: Terms, catalog: Catalog) -> Request:
     """A request that shows only periods ("fiscal_year" for "free cash flow in every fiscal
     year") shows the one measure the question names beside them."""
@@ -253,24 +276,33 @@ def with_named_measure(request: Request, terms: Terms, catalog: Catalog) -> Requ
 # -- the JSON schema a model's answer must satisfy ---------------------------------------------
 
 
-def request_schema(catalog: Catalog, terms: Terms | None = None) -> dict[str, Any]:
+def request_schema(catalog: Catalog, terms: Terms | None = None, rows: Sequence[str] = ()) -> dict[str, Any]:
     """The JSON schema of a request over `catalog`; with `terms` (semantic/terms.py), only what
     a question grounds: the fields it speaks of, the values, years and numbers it names, its
     currency and scale, an order and a limit only when it ranks. A dimension whose values are
-    too many to list (an entity's names) is filtered only by the names linking found."""
+    too many to list (an entity's names) is filtered only by the names linking found. With
+    `rows` (tables), only filters the rows of one of them are joined to."""
     terms = terms or Terms()
     fields = [f.name for f in catalog.of_kind("dimension", "time", "fact", "measure", "derived", "aggregate")]
     selectable = [name for name in fields if terms.select is None or name in terms.select]
-    filters = [_filter_schema(catalog, ref, terms) for ref in catalog.fields.values()]
+    refs = list(catalog.fields.values())
+    filters = [_filter_schema(catalog, ref, terms) for ref in refs]
+    # A date's filter takes a year or a month ("2023", "2023-03"): the same column at a year's
+    # or a month's grain would be the same filter twice (the 1.5B model wrote both, then the
+    # year again until the limit, and left out the status the question named).
+    dates = {id(ref.source) for ref, f in zip(refs, filters) if f and ref.kind == "time" and ref.grain is None}
+    filters = [None if ref.grain in ("year", "month") and id(ref.source) in dates else f for ref, f in zip(refs, filters)]
     if terms.negates:  # "still unpaid", "without a parent": a column left empty, or filled
         filters += [_object({"field": {"const": ref.name}, "op": {"enum": ["is null", "is not null"]}},
                             ["field", "op"]) for ref in catalog.of_kind("dimension", "time", "fact")
                     if len(ref.exprs) == 1 and ref.grain is None]
-    if terms.counted:
+    if terms.counted and not rows:
         # The count comes first: a filter its rows cannot be joined to would not compile (on
         # a warehouse, "closed" is a status of every area's orders, and a small model took the
         # sales status for work orders).
-        filters = _joinable(catalog, [catalog.fields[name].table for name in terms.counted], filters)
+        rows = [catalog.fields[name].table for name in terms.counted]
+    if rows:
+        filters = _joinable(catalog, rows, filters)
     select: dict[str, Any] = {"type": "array", "items": {"enum": selectable}, "minItems": 1, "maxItems": MAX_FIELDS}
     # "How many companies ... in each year": the count comes first, then what groups it.
     prefix = [{"enum": list(names)} for names in (terms.counted, terms.grouped) if names]
@@ -307,6 +339,17 @@ def request_schema(catalog: Catalog, terms: Terms | None = None) -> dict[str, An
         properties["per"] = {"enum": per}
     return {"type": "object", "additionalProperties": False, "required": ["select", "where"],
             "properties": properties}
+
+
+def unjoined_filters(catalog: Catalog, request: Request) -> tuple[list[str], list[str]]:
+    """The tables of the request's measures, and its filters their rows are not joined to (a
+    sales order's date asked of purchase orders): a request that cannot compile."""
+    from groundsql.semantic.compile import joined_tables, measure_tables
+
+    rows = measure_tables(catalog, request)
+    refs = [(f.field, catalog.fields[f.field]) for f in request.where if f.field in catalog.fields]
+    reached = joined_tables(catalog, rows, [ref.table for _, ref in refs]) if rows else set()
+    return rows, [name for name, ref in refs if rows and ref.table not in reached]
 
 
 def _joinable(catalog: Catalog, tables: list[str], filters: list[dict[str, Any] | None]) -> list[dict[str, Any] | None]:

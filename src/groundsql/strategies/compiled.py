@@ -29,7 +29,7 @@ from groundsql.retrieval import Example, QueryBank
 from groundsql.semantic.catalog import Catalog
 from groundsql.semantic.compile import CompileError, compile_request
 from groundsql.semantic.render import render_catalog
-from groundsql.semantic.request import Request, as_asked, request_schema
+from groundsql.semantic.request import Request, as_asked, request_schema, unjoined_filters
 from groundsql.semantic.scope import Scope, scoped
 from groundsql.semantic.terms import Terms, terms_of
 from groundsql.semantic.verified import Mention, find_mentions, match_template, parameter_mentions
@@ -110,11 +110,16 @@ def compiled(question: str, ctx: Context) -> Answer:
             why, grounds = answer.error or "the compiled query failed", answer.grounds
         if attempt == ctx.settings.compiled.retries or reply is None:
             break
-        # One more turn with what went wrong: cheaper than the grounded pipeline by far.
+        # One more turn with what went wrong: cheaper than the grounded pipeline by far. A
+        # filter the request's measures are not joined to is not offered again (the 1.5B model
+        # repeated a sales order's date for purchase orders, told it was unreachable).
         follow_up = load_prompt("semantic_revise").render(error=why)
-        chat = chat.model_copy(update={"messages": (*chat.messages, Message(role="assistant", content=reply),
-                                                    *follow_up)})
-        request, why, reply = _ask(ctx, chat, trace, "revise request")
+        update: dict[str, Any] = {"messages": (*chat.messages, Message(role="assistant", content=reply), *follow_up)}
+        rows, unjoined = unjoined_filters(semantic.catalog, request) if request is not None else ([], [])
+        if unjoined:
+            update["json_schema"] = request_schema(catalog, terms, rows)
+        chat = chat.model_copy(update=update)
+        request, why, reply = _ask(ctx, chat, trace, "revise request", **({"not_offered": unjoined} if unjoined else {}))
     return _fallback(question, ctx, trace, why, grounds)
 
 
@@ -256,9 +261,10 @@ def shared_prompts(ctx: Context) -> list[str]:
     return [_system(semantic.name, text) for text in texts if text is not None]
 
 
-def _ask(ctx: Context, chat: ChatRequest, trace: Trace, name: str) -> tuple[Request | None, str, str | None]:
+def _ask(ctx: Context, chat: ChatRequest, trace: Trace, name: str,
+         **detail: Any) -> tuple[Request | None, str, str | None]:
     """The model's semantic request (or None and why there is none) and its reply's text."""
-    with trace.step(name) as step:
+    with trace.step(name, **detail) as step:
         try:
             completion = ctx.llm.complete(chat)
         except LLMError as err:
