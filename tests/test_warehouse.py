@@ -10,6 +10,7 @@ import json
 import re
 import sqlite3
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -397,6 +398,44 @@ def _rounded(rows) -> list[tuple]:
 
     return [tuple(round(float(v), 2) if isinstance(v, (int, float, Decimal)) and not isinstance(v, bool) else
                   str(v) if v is not None else None for v in row) for row in rows]
+
+
+def test_the_warehouse_loads_into_postgresql_read_only_and_every_gold_answers_there_as_on_sqlite(small: Path) -> None:
+    """`build.py --postgres`: the same tables and rows in a new database, and a role that may
+    only read it; the golds, transpiled, return SQLite's results there."""
+    psycopg = pytest.importorskip("psycopg")
+    from groundsql.db import Database
+    from groundsql.evaluation.execution_match import results_match
+    from tests.conftest import PG_ADMIN_URL
+
+    name = f"groundsql_test_warehouse_{uuid.uuid4().hex[:8]}"
+    build = _build_module()
+    try:
+        build.to_postgres(str(small), PG_ADMIN_URL, name)
+        items = [json.loads(line) for line in (ROOT / "questions.jsonl").read_text().splitlines()]
+        conn = sqlite3.connect(small)
+        reader = f"postgresql://warehouse_reader@127.0.0.1:5432/{name}"
+        with Database(reader) as pg:
+            assert len(pg.introspect().tables) == conn.execute(
+                "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0]
+            for table in ("customer", "sls_order_line", "ref_country"):
+                assert pg.execute(f"SELECT COUNT(*) FROM {table}").rows[0][0] == \
+                    conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+            differ = []
+            for item in items:
+                expected = conn.execute(item["gold_sql"]).fetchall()
+                sql = sqlglot.transpile(item["gold_sql"], read="sqlite", write="postgres")[0]
+                got = pg.execute(sql, max_rows=10_000).rows
+                if not results_match(_rounded(expected), _rounded(got), "order by" in item["gold_sql"].lower()):
+                    differ.append(f"{item['id']}: {sql}\n  SQLite {expected[:3]}\n  PostgreSQL {got[:3]}")
+        conn.close()
+        assert not differ, "\n".join(differ)
+        with psycopg.connect(reader, autocommit=True) as as_reader:  # the role reads, and only reads
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                as_reader.execute("DELETE FROM ref_country")
+    finally:
+        with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def test_the_warehouse_loads_into_spark_and_every_gold_answers_there_as_on_sqlite(small: Path) -> None:
