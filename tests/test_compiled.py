@@ -145,3 +145,27 @@ def test_a_large_semantic_model_is_shown_in_the_part_the_question_speaks_of(demo
     assert len(shown) < len(full) / 2
     schema = part.requests[0].json_schema
     assert "deal_count" not in json.dumps(schema) and "net_income" in json.dumps(schema)
+
+
+def test_a_confirmed_answer_is_shown_to_the_compiled_path_as_a_solved_request(demo) -> None:
+    """Feedback's example (a question and its SQL) is read back into a request, and the next
+    similar question is shown it, without the LIMIT the validator added; SQL no request says
+    (a subquery) teaches the compiled path nothing."""
+    import groundsql
+
+    llm = Scripted(json.dumps({"select": ["company_count"], "where": [{"field": "country", "value": "Japan"}]}))
+    settings = Settings.model_validate({"grounded": {"embeddings": False}, "compiled": {"verified": False}})
+    with groundsql.connect(llm=llm, settings=settings) as session:
+        session.ask("How many companies are there?", strategy="compiled")  # the path is built before the example
+        session.learn("How many companies are headquartered in Norway?",
+                      "SELECT COUNT(*) FROM company c JOIN ref_country r ON c.country_id = r.country_id "
+                      "WHERE r.country_name = 'Norway'")
+        session.learn("How many companies are there in Norway, really?",
+                      "SELECT COUNT(*) FROM (SELECT company_id FROM company WHERE country_id = 1)")
+        answer = session.ask("How many companies are headquartered in Japan?", strategy="compiled")
+    shown = llm.requests[-1].messages[-1].content
+    assert 'Question: How many companies are headquartered in Norway?\nRequest: {"select": ["company_count"], ' \
+           '"where": [{"field": "country", "value": "Norway"}]}' in shown, shown
+    assert "really?" not in shown
+    learned = next(s for s in answer.steps if s.name == "learned examples")
+    assert learned.detail == {"confirmed": 2, "as_requests": 1}

@@ -378,3 +378,23 @@ def test_sqlite_double_quoted_strings():
     assert not ast_equivalent(gold, "SELECT name FROM singer WHERE country = 'france'", "sqlite")
     # A quoted name that is a column stays a column.
     assert ast_equivalent('SELECT "name" FROM singer', "SELECT name FROM singer", "sqlite", SCHEMA)
+
+
+@pytest.mark.parametrize(("gold", "pred", "reason"), [
+    ([("a", 1)], [], "empty_result"),
+    ([("a", 1), ("b", 2)], [("a", 1)], "missing_rows"),
+    ([("a", 1)], [("a", 1), ("b", 2)], "extra_rows"),
+    ([("a", 1)], [("a", 1, "x")], "extra_columns"),
+    ([("a", 1, "x")], [("a", 1)], "missing_columns"),
+    ([("a", 1, "x")], [("z", 9)], "missing_columns"),  # a column short is seen first
+    ([("a", 1), ("b", 2)], [("b", 2), ("a", 1)], "wrong_order"),  # the caller found no match: the order counted
+    ([("a", 1)], [("a", 2)], "wrong_values"),
+    ([("a", 1), ("b", 2)], [("a", 1), ("c", 3)], "wrong_values"),
+    ([], [("a", 1)], "extra_rows"),
+    ([(Decimal("2.50"), dt.date(2023, 1, 2))], [(2.5, "2023-01-02"), (3.0, "2023-01-03")], "extra_rows"),
+])
+def test_why_a_result_is_not_the_golds(gold, pred, reason):
+    from groundsql.evaluation.result_match import REASONS, why_different
+
+    assert reason in REASONS
+    assert why_different(gold, pred) == reason

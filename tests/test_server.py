@@ -64,7 +64,8 @@ def test_metadata_endpoints_and_clear_errors(tmp_path: Path, singers: Path) -> N
     with live_server(config(tmp_path, singers)) as (url, _):
         assert httpx.get(f"{url}/healthz").json() == {"status": "ok", "databases": 1}
         assert httpx.get(f"{url}/v1/databases").json() == [
-            {"name": "singers", "dialect": "sqlite", "strategy": "zero-shot", "tables": 4, "learned_examples": 0}]
+            {"name": "singers", "dialect": "sqlite", "strategy": "zero-shot", "tables": 4, "learned_examples": 0,
+             "onboarding": []}]
         schema = httpx.get(f"{url}/v1/databases/singers/schema").json()
         assert "# Table: singer" in schema["schema"] and schema["format"] == "m-schema"
         assert "CREATE TABLE singer" in httpx.get(f"{url}/v1/databases/singers/schema?format=ddl").json()["schema"]
@@ -252,6 +253,34 @@ def test_feedback_teaches_the_database(tmp_path: Path, singers: Path) -> None:
         learned = [(e.question, e.sql) for e in service.databases["singers"].session.context.learned]
     assert learned == [("Who is the oldest singer?", answer["sql"]),
                        ("Who is the youngest singer?", "SELECT Name FROM singer ORDER BY Age ASC LIMIT 1")]
+
+
+def test_a_result_downloads_as_csv_and_a_cut_one_says_so(tmp_path: Path, singers: Path) -> None:
+    """The answer's SQL runs again, read-only, under the row cap: a cut result says it is cut
+    (file name, header); a text a spreadsheet would run as a formula is quoted; an unknown
+    answer is not found."""
+    import csv
+    import io
+    import sqlite3
+
+    with sqlite3.connect(singers) as conn:
+        conn.execute("UPDATE singer SET Country = '=HYPERLINK(\"http://x\")' WHERE Singer_ID = 1")
+    capped = {"databases": {"singers": {"url": str(singers), "strategy": "zero-shot",
+                                        "settings": {"database": {"max_rows": 3}}}}}
+    model = Slow("SELECT Singer_ID, Name, Country FROM singer ORDER BY Singer_ID")
+    with live_server({**config(tmp_path, singers), **capped}, llm=model) as (url, _):
+        answer = httpx.post(f"{url}/v1/ask", json={"database": "singers", "question": "List the singers"}).json()
+        assert answer["ok"] and answer["truncated"]
+        got = httpx.get(f"{url}/v1/answers/{answer['answer_id']}/result.csv")
+        assert got.status_code == 200 and got.headers["content-type"].startswith("text/csv")
+        assert got.headers["x-groundsql-truncated"] == "true"
+        assert 'filename="answer-' in got.headers["content-disposition"]
+        assert "-first-3-rows.csv" in got.headers["content-disposition"]
+        rows = list(csv.reader(io.StringIO(got.text)))
+        assert rows[0] == ["Singer_ID", "Name", "Country"] and len(rows) == 4
+        assert rows[1][2] == "'=HYPERLINK(\"http://x\")" and rows[2][1] == answer["rows"][1][1]
+        missing = httpx.get(f"{url}/v1/answers/nope/result.csv")
+        assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
 
 
 # -- limits -----------------------------------------------------------------------------------------------

@@ -71,7 +71,8 @@ def open_page(browser: Browser, *, phone: bool = False) -> tuple[Page, list[str]
             and problems.append(f"console: {m.text}"))
     page.on("pageerror", lambda e: problems.append(f"script error: {e}"))
     page.on("dialog", lambda d: (problems.append(f"dialog: {d.message}"), d.dismiss()))
-    page.on("request", lambda r: urlparse(r.url).hostname != "127.0.0.1"
+    # A blob: URL of the server's own origin is something the page made (a chart as PNG).
+    page.on("request", lambda r: urlparse(r.url.removeprefix("blob:")).hostname != "127.0.0.1"
             and problems.append(f"request to {r.url}"))
     return page, problems
 
@@ -178,6 +179,53 @@ def test_ask_streams_its_stages_then_shows_sql_table_and_chart(tab: Page, tmp_pa
         expect(chart.locator("svg[role='img']")).to_have_attribute("aria-label", "Line chart of Singer_count by Country")
         chart.get_by_label("Hidden").check()
         expect(chart.locator("svg[role='img']")).to_have_count(0)
+
+
+def test_a_result_downloads_as_csv_and_a_cut_one_says_it_holds_the_first_rows(tab: Page, tmp_path: Path,
+                                                                              singers: Path) -> None:
+    capped = {"databases": {"singers": {"url": str(singers), "strategy": "zero-shot",
+                                        "settings": {"database": {"max_rows": 4}}}}}
+    model = Slow("SELECT Name, Country FROM singer ORDER BY Name")
+    with live_server({**config(tmp_path, singers), **capped}, llm=model) as (url, _):
+        start(tab, url)
+        ask(tab, "List the singers and their countries")
+        turn = last_turn(tab)
+        button = turn.get_by_role("button", name="Download CSV (the first rows only)")
+        with tab.expect_download() as waiting:
+            button.click()
+        download = waiting.value
+        assert re.fullmatch(r"answer-[0-9a-f]{8}-first-4-rows\.csv", download.suggested_filename)
+        text = Path(download.path()).read_text()
+        assert text.splitlines()[0] == "Name,Country" and len(text.splitlines()) == 5
+        assert text.splitlines()[1].split(",")[0] == cells(turn.locator("table.result"))[0][0]
+
+
+def test_a_chart_downloads_as_svg_with_its_styles_and_as_png(tab: Page, tmp_path: Path, singers: Path) -> None:
+    import struct
+
+    model = Slow("SELECT Country, COUNT(*) AS singers, AVG(Age) AS age FROM singer GROUP BY Country")
+    with live_server(config(tmp_path, singers), llm=model) as (url, _):
+        start(tab, url)
+        ask(tab, "How many singers, and how old, in each country?")
+        turn = last_turn(tab)
+        with tab.expect_download() as waiting:
+            turn.get_by_role("button", name="Download SVG").click()
+        saved = waiting.value
+        assert saved.suggested_filename == "bar-chart-of-singers-age-by-country.svg"
+        text = Path(saved.path()).read_text()
+        assert text.startswith("<svg") and 'xmlns="http://www.w3.org/2000/svg"' in text
+        # Each country's two bars, in the series' colours (as computed), and the legend's keys.
+        assert text.count('<rect x=') >= 6 and 'fill="rgb(31, 95, 168)"' in text and 'fill="rgb(180, 83, 26)"' in text
+        assert 'fill="#1f5fa8"/><text' in text and 'fill="#b4531a"/><text' in text
+        assert ">France<" in text and ">singers<" in text and ">age<" in text  # labels, and the legend's names
+        assert 'class="tick"' in text and 'font-size="13px"' in text  # the stylesheet's, written in
+        with tab.expect_download() as waiting:
+            turn.get_by_role("button", name="Download PNG").click()
+        png = Path(waiting.value.path()).read_bytes()
+        assert png[:8] == b"\x89PNG\r\n\x1a\n"
+        width, height = struct.unpack(">II", png[16:24])
+        shown = turn.locator("svg.chart-svg")
+        assert width == 2 * int(shown.get_attribute("width")) and height > 2 * int(shown.get_attribute("height"))
 
 
 @pytest.mark.parametrize(("repair", "how", "first_error"), [
@@ -354,6 +402,26 @@ def test_the_page_says_which_path_made_the_sql(tab: Page, tmp_path: Path) -> Non
         grounds = turn.locator(".grounds")
         expect(grounds.get_by_role("heading", name=re.compile("^Semantic request"))).to_be_visible()
         expect(grounds).to_contain_text('"company_count"')
+
+
+def test_an_empty_conversation_offers_the_packs_onboarding_questions_and_a_click_asks_one(tab: Page,
+                                                                                          tmp_path: Path) -> None:
+    """The demo pack marks four verified queries `onboarding`: a new conversation lists them,
+    a click asks the question and the verified query answers it, trusted."""
+    with compiled_server(tmp_path, {"select": ["company_count"], "where": []}) as (url, _):
+        start(tab, url)
+        offered = tab.get_by_role("list", name="Try one of these").get_by_role("button")
+        expect(offered).to_have_count(4)
+        expect(offered.nth(2)).to_have_text("How many banks are there in the database?")
+        offered.nth(2).click()
+        expect(tab.locator("#turns > li.turn[aria-busy]")).to_have_count(0)
+        turn = last_turn(tab)
+        expect(turn.locator("h3.asked")).to_have_text("How many banks are there in the database?")
+        expect(turn.locator("p.path")).to_contain_text("Trusted")
+        expect(tab.locator("#onboarding")).to_be_hidden()
+        tab.get_by_role("button", name="New conversation").click()
+        expect(offered).to_have_count(4)
+        expect(tab.locator("#onboarding")).to_be_visible()
 
 
 def test_a_question_asked_back_shows_its_options_as_buttons_and_a_click_answers_it(tab: Page,

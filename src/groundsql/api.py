@@ -34,6 +34,16 @@ def demo_database_url() -> str:
     return f"sqlite:///{path}"
 
 
+def database_url(url: str | Path | None) -> str:
+    """A SQLAlchemy URL for what a person names: a URL, a SQLite file, or None (the demo)."""
+    if url is None:
+        return demo_database_url()
+    if isinstance(url, Path) or "://" not in str(url):
+        # A path, not a URL: `%20` or `?` in a file name are characters, not URL syntax.
+        return f"sqlite:///{quote(str(Path(url).expanduser().resolve()), safe='/')}"
+    return str(url)
+
+
 def write_demo_database(path: Path, hint: str = "") -> Path:
     from groundsql.demo import build_demo_database
 
@@ -162,11 +172,7 @@ def connect(
     settings = settings or Settings()
     if model is not None:
         settings = settings.model_copy(update={"llm": settings.llm.model_copy(update={"model": model})})
-    if url is None:
-        url = demo_database_url()
-    elif isinstance(url, Path) or "://" not in str(url):
-        # A path, not a URL: `%20` or `?` in a file name are characters, not URL syntax.
-        url = f"sqlite:///{quote(str(Path(url).expanduser().resolve()), safe='/')}"
+    url = database_url(url)
     if bank is not None and not isinstance(bank, QueryBank):
         bank = QueryBank.load(bank)
     if pack is not None:
@@ -176,6 +182,6 @@ def connect(
             pack = demo_pack_path()
         grounded = settings.grounded.model_copy(update={"pack": Path(pack).expanduser()})
         settings = settings.model_copy(update={"grounded": grounded})
-    db = Database(str(url), settings.database)
+    db = Database(url, settings.database)
     db.check()  # an empty or damaged database is said at once, before a model is loaded
     return Session(db, llm, settings, bank)

@@ -362,7 +362,19 @@ def _names(items: tuple[str, ...]) -> str:
 
 @app.command("eval")
 def eval_command(
-    benchmark: Annotated[str, typer.Argument(help="Spider or BIRD folder, or a .jsonl file.")],
+    benchmark: Annotated[
+        Optional[str], typer.Argument(help="Spider or BIRD folder, or a .jsonl file; none with --pack.")
+    ] = None,
+    pack: Annotated[
+        Optional[str],
+        typer.Option("--pack", help="A domain pack's own benchmark: its verified queries (each with the others as "
+                                    "the bank) and its benchmark.jsonl, on --db, read against the run before."),
+    ] = None,
+    db: DbOption = None,
+    against: Annotated[
+        Optional[str], typer.Option("--against", help="With --pack: the earlier run to compare with (default: the "
+                                                       "last one in the pack's benchmark-runs folder).")
+    ] = None,
     config: Annotated[
         list[str],
         typer.Option("--config", help="NAME[:key=value,...]; repeat to compare side by side."),
@@ -396,7 +408,9 @@ def eval_command(
                                              "to commit and resume the run elsewhere.")
     ] = False,
 ) -> None:
-    """Measure configurations on a benchmark: accuracy (EX, three tiers, filter values), cost, speed."""
+    """Measure configurations on a benchmark: accuracy (EX, three tiers, filter values), cost, speed;
+    or, with --pack, a domain pack on its own benchmark, each answer with the reason it is wrong,
+    and the answers it broke since the run before (exit status 1 when it broke one)."""
     import datetime as dt
     from pathlib import Path
 
@@ -417,10 +431,30 @@ def eval_command(
             "safety": Settings().safety.model_copy(update={"default_limit": 100_000}),
         }
     )
+    if (benchmark is None) == (pack is None):
+        raise ConfigError("give a benchmark (a Spider or BIRD folder, or a .jsonl file) or --pack DIR, not both")
+    if pack is not None:
+        from groundsql.api import database_url
+        from groundsql.evaluation.pack_benchmark import pack_items
+
+        # Every configuration answers with the pack benchmarked (unless it names one itself).
+        config = [spec if "pack=" in spec else f"{spec}{',' if ':' in spec else ':'}grounded.pack={pack}"
+                  for spec in config]
+        if config == [f"zero-shot:grounded.pack={pack}"]:  # eval's default; the pack's is the default strategy
+            config = [f"auto:grounded.pack={pack}"]
+        from groundsql.strategies.grounded import demo_pack_path
+
+        if db is None and Path(pack).resolve() != demo_pack_path().resolve():
+            raise ConfigError(f"--pack {pack} needs --db: the database its questions are asked of")
+        all_items = pack_items(pack, database_url(db))
+        out_dir = Path(out_folder) if out_folder else \
+            Path(pack) / "benchmark-runs" / f"{dt.datetime.now():%Y%m%d-%H%M%S}"
+        earlier = Path(against) if against else _last_run(out_dir)
+    else:
+        all_items = load_benchmark(benchmark)
+        out_dir = Path(out_folder or f"eval-runs/{Path(benchmark).stem}-{dt.datetime.now():%Y%m%d-%H%M%S}")
     configs = [parse_config(spec, base) for spec in config]
-    all_items = load_benchmark(benchmark)
     items = sample(all_items, limit, seed)
-    out_dir = Path(out_folder or f"eval-runs/{Path(benchmark).stem}-{dt.datetime.now():%Y%m%d-%H%M%S}")
     writable_folder(out_dir, "the results (--out)")  # before the progress bars, not after
     run = EvalRun(
         items=items,
@@ -457,7 +491,7 @@ def eval_command(
         run.on_record = on_record
         run.run()
     meta = {
-        "benchmark": str(benchmark),
+        "benchmark": str(benchmark) if pack is None else f"the pack {pack}",
         "items": len(items),
         "of": len(all_items),
         "seed": seed,
@@ -474,6 +508,40 @@ def eval_command(
     print(markdown.read_text(encoding="utf-8"))
     for path in paths.values():
         show(err, f"wrote {path}")
+    if pack is not None and _show_changes(records, earlier):
+        raise typer.Exit(1)
+
+
+def _last_run(out_dir: "Path") -> "Path | None":
+    """The latest earlier run of a pack's benchmark beside this one (runs are named by their
+    start time: the last by name)."""
+    from groundsql.evaluation.runner import COMPACT_FILE, RESULTS_FILE
+
+    done = sorted(p for p in out_dir.parent.glob("*") if p.is_dir() and p.resolve() != out_dir.resolve()
+                  and ((p / RESULTS_FILE).is_file() or (p / COMPACT_FILE).is_file()))
+    return done[-1] if done else None
+
+
+def _show_changes(records: list[dict], earlier: "Path | None") -> bool:
+    """Print what changed since the earlier run; True when an answer that was right is not."""
+    from groundsql.evaluation.pack_benchmark import changes
+    from groundsql.evaluation.runner import COMPACT_FILE, RESULTS_FILE, load_records
+
+    if earlier is None:
+        show(err, "no earlier run of this pack's benchmark to compare with")
+        return False
+    path = earlier / COMPACT_FILE if (earlier / COMPACT_FILE).is_file() else earlier / RESULTS_FILE
+    if not path.is_file():
+        raise ConfigError(f"{earlier}: no results of an earlier run there (--against)")
+    found = changes(load_records(path), records)
+    broken = [c for c in found if c.regression]
+    show(out, f"Since {earlier}: {len(broken)} answer{'s' * (len(broken) != 1)} broken, "
+              f"{sum(c.now == 'right' and c.before not in ('right', '') for c in found)} mended, "
+              f"{sum(c.before == '' for c in found)} new")
+    for c in found:
+        mark = "BROKEN" if c.regression else "changed"
+        show(out, f"  {mark}: {c.question}  ({c.before or 'new'} -> {c.now})")
+    return bool(broken)
 
 
 _EX_MODES = {

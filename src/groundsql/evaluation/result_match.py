@@ -14,7 +14,7 @@ from __future__ import annotations
 import bisect
 import datetime as dt
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
@@ -25,7 +25,7 @@ from groundsql.evaluation.execution_match import (
     hashable_value,
 )
 
-__all__ = ["results_equivalent"]
+__all__ = ["REASONS", "results_equivalent", "why_different"]
 
 ABS_TOL = 1e-9
 _NUMBER = object()  # stands for any number in a row's signature
@@ -200,3 +200,41 @@ def _perfect_matching(edges: list[list[int]]) -> bool:
             owner[j] = i
             j = previous
     return True
+
+
+# -- why an answer is not the gold's (a benchmark's reason codes) -------------------------------
+
+REASONS = ("right", "error", "asked_back", "empty_result", "missing_columns", "extra_columns", "missing_rows", "extra_rows",
+           "wrong_order", "wrong_values")
+
+
+def why_different(gold_rows: Sequence[Sequence[Any]], pred_rows: Sequence[Sequence[Any]], rel_tol: float = 1e-6) -> str:
+    """What a person checking the answer would say is wrong with it, for a prediction that ran
+    and is not the gold's (as Databricks Genie's benchmarks score): no rows; a column short or
+    one too many (the other columns right); rows missing or extra (the rows it has are the
+    gold's, or the gold's are among its rows); the right rows out of order; else wrong values."""
+    gold = [tuple(_normal(v) for v in row) for row in gold_rows]
+    pred = [tuple(_normal(v) for v in row) for row in pred_rows]
+    if not pred:
+        return "empty_result" if gold else "extra_rows"
+    if not gold:
+        return "extra_rows"
+    if len(pred[0]) > len(gold[0]) and results_equivalent(gold, pred, rel_tol):
+        return "extra_columns"
+    if len(pred[0]) < len(gold[0]) and results_equivalent(pred, gold, rel_tol):
+        return "missing_columns"
+    if len(pred[0]) == len(gold[0]) and results_equivalent(gold, pred, rel_tol):
+        return "wrong_order"
+    if len(pred[0]) != len(gold[0]):
+        return "missing_columns" if len(pred[0]) < len(gold[0]) else "extra_columns"
+    # Rows compared as bags of their values (columns in any order), numbers to 9 digits.
+    gold_bag, pred_bag = Counter(map(_loose, gold)), Counter(map(_loose, pred))
+    if pred_bag < gold_bag:
+        return "missing_rows"
+    if gold_bag < pred_bag:
+        return "extra_rows"
+    return "wrong_values"
+
+
+def _loose(row: tuple) -> tuple:
+    return tuple(sorted((f"{float(v):.9g}" if _is_number(v) else repr(v) for v in row)))

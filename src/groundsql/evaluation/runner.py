@@ -30,6 +30,7 @@ from groundsql.evaluation.configs import GOLD, EvalConfig
 from groundsql.evaluation.datasets import EvalItem
 from groundsql.evaluation.execution_match import gold_orders, results_match, without_distinct
 from groundsql.evaluation.grounding_match import grounding_scores
+from groundsql.evaluation.result_match import why_different
 from groundsql.evaluation.scoring import score
 from groundsql.files import reason, writable_folder, write_bytes_atomic, write_text_atomic
 from groundsql.llm import LLM, build_llm
@@ -269,6 +270,8 @@ class EvalRun:
         except DatabaseError as err:  # the database, not the strategy (a damaged file): this item only
             return {**record, "gold_error": f"database: {err}"}
         pred_sql = answer.sql if answer.ok else None
+        record["reason"] = ("right" if verdict.ex else why_different(gold.rows, answer.rows)) if answer.ok else \
+            "asked_back" if answer.clarification is not None else "error"
         record["ex_spider"] = self._ex_without_distinct(db, item, pred_sql, verdict.ex, config.settings)
         if self.test_suite:
             record.update(self._test_suite_scores(db, item, gold, pred_sql))
@@ -302,6 +305,8 @@ class EvalRun:
 
     def _answer(self, config: EvalConfig, item: EvalItem, db: Database) -> Answer:
         ctx = self._context(config, item, db)
+        if item.metadata.get("held_out"):  # a pack's verified query, asked with the others (leave-one-out)
+            ctx = replace(ctx, held_out=item.question)
         if config.strategy == GOLD:
             return _gold_answer(item, ctx)
         question = f"{item.question}\nHint: {item.evidence}" if item.evidence else item.question

@@ -33,6 +33,7 @@ class Example:
     verified_by: str = ""
     verified_at: str = ""
     drafted: bool = False  # written by `groundsql init`, not yet reviewed by a person
+    onboarding: bool = False  # a question the page offers a newcomer to this database
 
 
 class QueryBank:
@@ -60,12 +61,15 @@ class QueryBank:
     def __len__(self) -> int:
         return len(self.examples)
 
-    def nearest(self, question: str, k: int, *, exclude_db: str | None = None) -> list[Example]:
+    def nearest(self, question: str, k: int, *, exclude_db: str | None = None,
+                held_out: str | None = None) -> list[Example]:
         """The k examples most like `question`; `exclude_db` keeps a database's own solved
-        questions out (cross-database evaluation, as in Spider's train/dev split)."""
+        questions out (cross-database evaluation, as in Spider's train/dev split), `held_out`
+        the examples of that question (leave-one-out)."""
         if k <= 0 or not self.examples:
             return []
-        allowed = [i for i, e in enumerate(self.examples) if exclude_db is None or e.db_id != exclude_db]
+        allowed = [i for i, e in enumerate(self.examples)
+                   if (exclude_db is None or e.db_id != exclude_db) and (held_out is None or e.question != held_out)]
         if self.embedder is not None:
             if self._vectors is None:
                 self._vectors = self.embedder.embed([e.question for e in self.examples])
@@ -96,7 +100,7 @@ class QueryBank:
                 params = _params(raw.get("params", []), sql, f"{path}:{number}")
                 examples.append(Example(raw["question"], sql, raw.get("reasoning", ""), raw.get("db", ""), request,
                                         params, str(raw.get("verified_by", "")), str(raw.get("verified_at", "")),
-                                        bool(raw.get("drafted", False))))
+                                        bool(raw.get("drafted", False)), bool(raw.get("onboarding", False))))
             except KeyError as err:
                 raise field_error(path, number, "a query-bank example", err) from err
         return cls(examples)

@@ -1,5 +1,5 @@
 """The HTTP API (FastAPI): `/v1/ask`, `/v1/sql`, `/v1/databases`, `/v1/feedback`,
-`/v1/conversations/{id}`, `/healthz`, `/metrics`; the OpenAPI schema at `/docs`; the MCP server
+`/v1/answers/{id}/result.csv`, `/v1/conversations/{id}`, `/healthz`, `/metrics`; the OpenAPI schema at `/docs`; the MCP server
 (mcp.py) over streamable HTTP at `/mcp`, under the same keys; the web page (static/) at `/`, a
 client of these endpoints like any other.
 
@@ -31,7 +31,7 @@ from groundsql.server.mcp import mcp_http_app
 from groundsql.server.metrics import Metrics
 from groundsql.server.service import Asked, Busy, Served, Service, ServiceError, Unauthorized
 from groundsql.server.state import ApiKey
-from groundsql.server.views import AnswerView, json_rows
+from groundsql.server.views import AnswerView, csv_text, json_rows
 from groundsql.strategies import Step
 from groundsql.strategies.answer import json_value
 from groundsql.strategies.grounded import pack_for
@@ -91,6 +91,8 @@ class DatabaseInfo(BaseModel):
     strategy: str
     tables: int
     learned_examples: int  # answers confirmed or corrected through /v1/feedback, by any server
+    # The pack's verified queries marked `onboarding`: questions a newcomer may start with.
+    onboarding: list[str] = Field(default_factory=list)
 
 
 class SchemaResponse(BaseModel):
@@ -273,7 +275,8 @@ def create_app(service: Service) -> FastAPI:
         """The databases this key may use."""
         return [DatabaseInfo(name=s.name, dialect=s.session.db.dialect, strategy=s.strategy,
                              tables=len(s.session.db.catalog().tables),
-                             learned_examples=service.learned_examples(s)) for s in service.visible(key)]
+                             learned_examples=service.learned_examples(s), onboarding=_onboarding(s))
+                for s in service.visible(key)]
 
     @app.get("/v1/databases/{name}/schema", response_model=SchemaResponse)
     def schema(name: str, key: Caller,
@@ -295,6 +298,17 @@ def create_app(service: Service) -> FastAPI:
         result = done.pop("result")
         return FeedbackResponse(**done, columns=list(result.columns) if result else None,
                                 rows=json_rows(result.rows) if result else None)
+
+    @app.get("/v1/answers/{answer_id}/result.csv", response_class=Response,
+             responses={200: {"content": {"text/csv": {}}}})
+    def result_csv(answer_id: str, key: Caller) -> Response:
+        """An answer's result as CSV (its SQL run again, read-only). A result cut at the row cap
+        says so: in its file name (`...-first-1000-rows.csv`) and `X-Groundsql-Truncated: true`."""
+        _, result = service.result(key, answer_id)
+        name = f"answer-{answer_id[:8]}" + (f"-first-{len(result.rows)}-rows" if result.truncated else "")
+        return Response(csv_text(result.columns, result.rows), media_type="text/csv; charset=utf-8", headers={
+            "Content-Disposition": f'attachment; filename="{name}.csv"',
+            "X-Groundsql-Truncated": "true" if result.truncated else "false"})
 
     @app.get("/v1/conversations/{conversation_id}", response_model=ConversationView)
     def conversation(conversation_id: str, key: Caller) -> ConversationView:
@@ -398,6 +412,14 @@ def _pack_of(served: Served) -> DomainPack | None:
         return None
 
 
+def _onboarding(served: Served) -> list[str]:
+    resources = served.session.context.resources
+    if "onboarding" not in resources:  # read once: a pack is loaded from its files
+        pack = _pack_of(served)
+        resources["onboarding"] = [e.question for e in pack.bank if e.onboarding and not e.drafted] if pack else []
+    return list(resources["onboarding"])
+
+
 def _said(text: str) -> str:
     """A description, or nothing for a drafted one (`groundsql init` writes TODO placeholders)."""
     return "" if text.upper().startswith("TODO") else text
@@ -436,11 +458,12 @@ def _reference_info(served: Served, ref: ReferenceTable) -> ReferenceInfo:
 _STATIC = Path(__file__).parent / "static"
 _TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
           ".css": "text/css; charset=utf-8", ".svg": "image/svg+xml"}
-# Everything the page loads is its own (no CDN, no inline script or style); it may call only this
-# server, and no other site may frame it. Trusted Types: in browsers that have them, a string put
+# Everything the page loads is its own (no CDN, no inline script or style; a blob: image is a
+# chart the page drew, made into a PNG); it may call only this server, and no other site may
+# frame it. Trusted Types: in browsers that have them, a string put
 # into innerHTML or another markup sink throws, so hostile values can only ever be text.
 _PAGE_HEADERS = {
-    "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+    "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' blob:; "
                                "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'; "
                                "require-trusted-types-for 'script'; trusted-types 'none'",
     "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer", "Cache-Control": "no-cache"}

@@ -228,6 +228,16 @@ class Service:
         return {"feedback_id": feedback_id, "learned": sql is not None, "question": question, "sql": sql,
                 "result": result}
 
+    def result(self, key: ApiKey | None, answer_id: str) -> tuple[ValidatedSQL, QueryResult]:
+        """An answer's result, its SQL run again (validated, read-only, audited, under the row
+        cap): for a download, which the answer itself does not keep."""
+        turn = self.state.turn(answer_id)
+        if turn is None or (key is not None and turn["key_name"] != key.name):
+            raise NotFound(f"no answer {answer_id!r}")
+        if turn["sql"] is None:
+            raise ServiceError("that answer has no SQL, so no result to download")
+        return self.run_sql(key, turn["database"], turn["sql"])
+
     def conversation(self, key: ApiKey | None, conversation_id: str) -> dict[str, Any]:
         found = self.state.conversation(conversation_id)
         if found is None or (key is not None and found["key_name"] != key.name):

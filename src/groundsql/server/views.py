@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import csv
+import io
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -13,6 +16,22 @@ from groundsql.strategies.answer import json_value
 def json_rows(rows: Any) -> list[list[Any]]:
     """Rows as JSON can carry them (dates as ISO text, decimals as numbers, bytes as hex)."""
     return [[json_value(v) for v in row] for row in rows]
+
+
+def csv_text(columns: Sequence[str], rows: Any) -> str:
+    """A result as CSV (RFC 4180). A text cell a spreadsheet would run as a formula (`=`, `+`,
+    `-`, `@` first: database values are untrusted) is written with a `'` before it, as OWASP
+    advises; numbers stay numbers."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\r\n")
+    writer.writerow([_cell(c) for c in columns])
+    for row in json_rows(rows):
+        writer.writerow(["" if v is None else _cell(v) if isinstance(v, str) else v for v in row])
+    return out.getvalue()
+
+
+def _cell(text: str) -> str:
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
 
 class OptionView(BaseModel):

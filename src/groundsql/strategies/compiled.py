@@ -56,6 +56,7 @@ class _Semantic:
     template_mentions: dict[int, list[Mention]]  # the values each one's own question names
     labels: tuple[tuple[str, str], ...]  # (reference table, label): values a question names
     last_year: int | None  # the last year the data holds (a question after it is out of scope)
+    learned: int = 0  # how many of the context's confirmed examples (feedback) were read in
 
 
 def compiled(question: str, ctx: Context) -> Answer:
@@ -125,7 +126,8 @@ def compiled(question: str, ctx: Context) -> Answer:
 
 def _semantic(ctx: Context, domain: Any, trace: Trace) -> _Semantic | None:
     if "compiled" in ctx.resources:
-        return ctx.resources["compiled"]
+        semantic = ctx.resources["compiled"]
+        return _with_learned(ctx, semantic, trace) if semantic is not None else None
     from groundsql.semantic.load import catalog_for, check_data
 
     pack = domain.pack
@@ -155,6 +157,31 @@ def _semantic(ctx: Context, domain: Any, trace: Trace) -> _Semantic | None:
             if unusable:
                 step["verified_queries_unusable"] = unusable
             step.update(fields=len(catalog.fields), drafted=pack.semantic.drafted, shown_whole=whole)
+    ctx.resources["compiled"] = semantic
+    return _with_learned(ctx, semantic, trace) if semantic is not None else None
+
+
+def _with_learned(ctx: Context, semantic: _Semantic, trace: Trace) -> _Semantic:
+    """The examples people confirmed since (feedback), each read back into a request
+    (semantic/decompile.py: kept only where the compiled request gives the SQL's rows), among
+    the solved examples the model is shown: a confirmed answer teaches the compiled path too."""
+    from dataclasses import replace
+
+    from groundsql.semantic.decompile import verified_request
+
+    new = ctx.learned[semantic.learned:]
+    if not new:
+        return semantic
+    with trace.step("learned examples") as step:
+        read = []
+        for example in new:
+            request = verified_request(example.sql, semantic.catalog, ctx.db) if not example.request else None
+            if request is not None and request.limit == ctx.settings.safety.default_limit:
+                request = request.model_copy(update={"limit": None})  # the validator's LIMIT, not the question's
+            if request is not None or example.request:
+                read.append(replace(example, request=example.request or request.to_json()))  # type: ignore[union-attr]
+        step.update(confirmed=len(new), as_requests=len(read))
+    semantic = replace(semantic, examples=semantic.examples.extended(read), learned=len(ctx.learned))
     ctx.resources["compiled"] = semantic
     return semantic
 
@@ -188,8 +215,10 @@ def _verified(ctx: Context, semantic: _Semantic, question: str, entities: list[A
         return None
     with trace.step("verified query") as step:
         mentions = find_mentions(question, entities, semantic.labels)
-        match = match_template(question, mentions, semantic.templates, semantic.template_mentions,
-                               ctx.db.dialect, ctx.settings.compiled.verified_threshold)
+        usable = {i: found for i, found in semantic.template_mentions.items()
+                  if ctx.held_out is None or semantic.templates[i].question != ctx.held_out}
+        match = match_template(question, mentions, semantic.templates, usable, ctx.db.dialect,
+                               ctx.settings.compiled.verified_threshold)
         step["matched"] = match.example.question if match else None
         if match is None:
             return None
@@ -221,7 +250,7 @@ def _chat(ctx: Context, semantic: _Semantic, catalog: Catalog, question: str, te
     lines = [f'"{m.mention}" is {m.name!r} ({" or ".join(semantic.entity_dimensions.get(m.table.lower(), ()))})'
              for m in entities if semantic.entity_dimensions.get(m.table.lower())]
     found_text = ("Names found in the question: " + "; ".join(lines) + "\n") if lines else ""
-    examples = semantic.examples.nearest(question, ctx.settings.compiled.k)
+    examples = semantic.examples.nearest(question, ctx.settings.compiled.k, held_out=ctx.held_out)
     shown = "".join(f"Question: {e.question}\nRequest: {json.dumps(e.request, ensure_ascii=False)}\n\n"
                     for e in examples)
     shown_model, more = "" if semantic.system else render_catalog(catalog), ""

@@ -35,6 +35,9 @@ class Context:
     settings: Settings
     bank: QueryBank | None = None  # solved examples, for the strategies that retrieve them
     exclude_db: str | None = None  # keep this database's own examples out of retrieval
+    # A question whose own solved example (and verified query) is kept out: a pack's benchmark
+    # scores each of its verified queries with the others as the bank (leave-one-out).
+    held_out: str | None = None
     pack: DomainPack | None = None  # the domain pack (grounded strategy)
     # Per-session objects a strategy builds once (the grounded strategy's indexes).
     resources: dict[str, Any] = field(default_factory=dict)

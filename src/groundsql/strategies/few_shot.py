@@ -14,7 +14,8 @@ def few_shot(question: str, ctx: Context) -> Answer:
     with trace.step("retrieve", k=ctx.settings.few_shot.k) as step:
         # A database's own solved questions are kept out only in cross-database evaluation,
         # where the bank holds the benchmark's other items (see evaluation/runner.py).
-        examples = ctx.bank.nearest(question, ctx.settings.few_shot.k, exclude_db=ctx.exclude_db)
+        examples = ctx.bank.nearest(question, ctx.settings.few_shot.k, exclude_db=ctx.exclude_db,
+                                    held_out=ctx.held_out)
         step["examples"] = [e.question for e in examples]
     request = generation_request(ctx, trace, question, examples)
     return generate_and_execute(ctx, request, trace)

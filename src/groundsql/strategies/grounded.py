@@ -322,7 +322,7 @@ def _lookup(ctx: Context, domain: _Domain, question: str, trace: Trace) -> list[
 
 def _retrieve(ctx: Context, domain: _Domain, question: str, trace: Trace) -> list[Example]:
     with trace.step("retrieve", k=ctx.settings.grounded.k, method=domain.bank.method) as step:
-        examples = domain.bank.nearest(question, ctx.settings.grounded.k)
+        examples = domain.bank.nearest(question, ctx.settings.grounded.k, held_out=ctx.held_out)
         step["examples"] = [e.question for e in examples]
     return examples
 

@@ -1,6 +1,7 @@
 // One turn of the conversation: the question, its stages as they finish, then the answer: the
 // SQL, the result as a chart and a table, the grounds, and the right/wrong control.
 
+import { at, download } from "./api.js";
 import { el } from "./dom.js";
 import { chartView } from "./chart.js";
 import { groundsView } from "./grounds.js";
@@ -49,7 +50,7 @@ function answerParts(answer, steps) {
   const noValue = (answer.grounds || {}).no_value;
   // No row, or only NULL: said with the reason, never shown as a value.
   const result = noValue ? [el("p", { class: "no-value", role: "status" }, `No value: ${noValue}.`)]
-    : [chartView(answer.columns, answer.rows), resultTable(answer)];
+    : [chartView(answer.columns, answer.rows), resultTable(answer), downloadsView(answer)];
   return [asked, pathView(answer), assumedView(answer), sqlBlock(answer.sql), ...result, groundsView(answer, steps),
     teachView(answer)];
 }
@@ -101,6 +102,23 @@ function pathView(answer) {
       g.fallback ? el("span", { class: "meta" }, ` (${g.fallback})`) : null);
   }
   return null;
+}
+
+// The result as CSV, from the server (its SQL run again, read-only): a cut result says so in
+// the button and in the file's name.
+function downloadsView(answer) {
+  const status = el("span", { class: "meta", role: "status" });
+  const button = el("button", { type: "button", class: "download-csv" },
+    answer.truncated ? "Download CSV (the first rows only)" : "Download CSV");
+  button.addEventListener("click", async () => {
+    status.textContent = "";
+    try {
+      await download(at`/v1/answers/${answer.answer_id}/result.csv`);
+    } catch (error) {
+      status.textContent = `Not downloaded: ${error.message}`;
+    }
+  });
+  return el("div", { class: "downloads" }, button, status);
 }
 
 function sentence(error) {

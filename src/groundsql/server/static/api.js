@@ -97,6 +97,26 @@ function parseEvent(block) {
   return { name, data: data.length ? JSON.parse(data.join("\n")) : null };
 }
 
+// A file the API serves (a result as CSV), saved under the name the server gives it. A link
+// cannot carry the key, hence fetch and an object URL.
+export async function download(path) {
+  const response = await authorized("GET", path, undefined, "*/*");
+  if (!response.ok) throw await failure(response);
+  const disposition = response.headers.get("content-disposition") || "";
+  const name = (/filename="([^"]+)"/.exec(disposition) || [])[1] || "download";
+  saveBlob(await response.blob(), name);
+}
+
+// A blob offered to the person as a file.
+export function saveBlob(blob, name) {
+  const url = URL.createObjectURL(blob);
+  const link = Object.assign(document.createElement("a"), { href: url, download: name });
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 1000);
+}
+
 // at`/v1/databases/${name}/tables`: a path with each value encoded.
 export function at(strings, ...values) {
   return strings.reduce((out, part, i) => out + encodeURIComponent(values[i - 1]) + part);

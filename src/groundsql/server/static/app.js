@@ -4,7 +4,7 @@
 
 import { ApiError, ask, at, call } from "./api.js";
 import { earlierTurnView, turnView } from "./answer.js";
-import { clear, fill } from "./dom.js";
+import { clear, el, fill } from "./dom.js";
 import { plural } from "./format.js";
 import { remember, showHistory } from "./history.js";
 import { setUpKeys } from "./keys.js";
@@ -121,7 +121,20 @@ function newConversation() {
   state.questions = 0;
   clear(turns);
   $("welcome").hidden = false;
+  showOnboarding();
   updateConversationHead();
+}
+
+// The database's onboarding questions (verified queries its pack marks so), each a button that
+// asks it: where a newcomer starts, with answers the team has checked.
+function showOnboarding() {
+  const listed = (state.databases.find((d) => d.name === state.database) || {}).onboarding || [];
+  fill($("onboarding-questions"), ...listed.map((text) => {
+    const button = el("button", { type: "button", class: "option" }, text);
+    button.addEventListener("click", () => askQuestion(text));
+    return el("li", {}, button);
+  }));
+  $("onboarding").hidden = listed.length === 0;
 }
 
 function updateConversationHead() {
@@ -136,6 +149,7 @@ async function askQuestion(text) {
   askButton.disabled = true;
   unsay();
   $("welcome").hidden = true;
+  $("onboarding").hidden = true;
   const { database, generation } = state;
   const turn = turnView(text);
   turns.append(turn.element);
@@ -170,6 +184,7 @@ function continueConversation(found) {
   state.conversation = found.id;
   state.questions = found.turns.length;
   $("welcome").hidden = true;
+  $("onboarding").hidden = true;
   turns.append(...found.turns.map(earlierTurnView));
   updateConversationHead();
   showTab("ask");

@@ -2,6 +2,7 @@
 // label column and numbers make bars. Chosen by these rules from the columns and values alone
 // (never by running model-written code), drawn as SVG here; the person may switch or hide it.
 
+import { saveBlob } from "./api.js";
 import { el, svg, clear, uid } from "./dom.js";
 import { columnValues, formatCell, formatNumber, isNumberColumn, isTimeColumn, timeOf } from "./format.js";
 
@@ -50,10 +51,70 @@ export function chartView(columns, rows) {
     const width = Math.max(MIN_WIDTH, Math.min(WIDTH, Math.floor(entry.contentRect.width / 10) * 10));
     if (entry.contentRect.width > 0 && width !== shown.width) draw(shown.kind, width);
   }).observe(area);
+  const status = el("span", { class: "meta", role: "status" });
+  const save = (format) => el("button", { type: "button", on: { click: async () => {
+    status.textContent = "";
+    try {
+      await saveChart(area, format);
+    } catch (error) {
+      status.textContent = `Not saved: ${error.message}`;
+    }
+  } } }, `Download ${format.toUpperCase()}`);
   return el("div", { class: "chart" },
     el("fieldset", { class: "chart-kind" }, el("legend", {}, "Chart"),
       choice("bar", "Bars"), choice("line", "Line"), choice("off", "Hidden")),
-    area);
+    area, el("div", { class: "downloads" }, save("svg"), save("png"), status));
+}
+
+// -- the chart as a file --------------------------------------------------------------------------
+
+const KEPT_STYLE = ["fill", "stroke", "stroke-width", "font-size", "font-family", "font-weight"];
+
+// The chart shown, as an SVG file (the page's stylesheet does not travel with it: each part's
+// computed style is written into it, and the legend is drawn below) or drawn on a canvas as PNG.
+async function saveChart(area, format) {
+  const shown = area.querySelector("svg.chart-svg");
+  if (!shown) throw new Error("the chart is hidden");
+  const copy = shown.cloneNode(true);
+  const parts = [shown, ...shown.querySelectorAll("*")];
+  // As presentation attributes, not a style attribute: the page's CSP refuses inline styles.
+  [copy, ...copy.querySelectorAll("*")].forEach((node, i) => {
+    const style = getComputedStyle(parts[i]);
+    for (const name of KEPT_STYLE) node.setAttribute(name, style.getPropertyValue(name));
+  });
+  const width = Number(shown.getAttribute("width"));
+  let height = Number(shown.getAttribute("height"));
+  const keys = [...area.querySelectorAll(".legend li")].map((item) => ({
+    color: item.querySelector("rect").getAttribute("fill"), name: item.textContent }));
+  keys.forEach((key, i) => {
+    const y = height + 8 + 18 * i;
+    copy.append(svg("rect", { x: 8, y, width: 12, height: 12, fill: key.color }),
+      svg("text", { x: 26, y: y + 11, "font-size": "13px", "font-family": "sans-serif", fill: "#333333" }, key.name));
+  });
+  height += keys.length ? 12 + 18 * keys.length : 0;
+  Object.entries({ width, height, viewBox: `0 0 ${width} ${height}`, xmlns: "http://www.w3.org/2000/svg" })
+    .forEach(([name, value]) => copy.setAttribute(name, String(value)));
+  copy.insertBefore(svg("rect", { width, height, fill: "#ffffff" }), copy.firstChild);
+  const file = new Blob([new XMLSerializer().serializeToString(copy)], { type: "image/svg+xml" });
+  const name = `${(shown.getAttribute("aria-label") || "chart").replace(/[^\w-]+/g, "-").toLowerCase()}`;
+  if (format === "svg") {
+    saveBlob(file, `${name}.svg`);
+    return;
+  }
+  const image = new Image();
+  const url = URL.createObjectURL(file);
+  try {
+    image.src = url;
+    await image.decode();
+    const scale = 2; // sharp on a high-density screen and in a document
+    const canvas = Object.assign(document.createElement("canvas"), { width: width * scale, height: height * scale });
+    canvas.getContext("2d").drawImage(image, 0, 0, width * scale, height * scale);
+    const png = await new Promise((done) => canvas.toBlob(done, "image/png"));
+    if (!png) throw new Error("the browser could not draw the chart");
+    saveBlob(png, `${name}.png`);
+  } finally {
+    URL.revokeObjectURL(url);
+  }
 }
 
 function drawChart(kind, columns, rows, plan, width) {
