@@ -515,23 +515,23 @@ def eval_command(
 def _last_run(out_dir: "Path") -> "Path | None":
     """The latest earlier run of a pack's benchmark beside this one (runs are named by their
     start time: the last by name)."""
-    from groundsql.evaluation.runner import COMPACT_FILE, RESULTS_FILE
+    from groundsql.evaluation.runner import results_file
 
     done = sorted(p for p in out_dir.parent.glob("*") if p.is_dir() and p.resolve() != out_dir.resolve()
-                  and ((p / RESULTS_FILE).is_file() or (p / COMPACT_FILE).is_file()))
+                  and results_file(p) is not None)
     return done[-1] if done else None
 
 
 def _show_changes(records: list[dict], earlier: "Path | None") -> bool:
     """Print what changed since the earlier run; True when an answer that was right is not."""
     from groundsql.evaluation.pack_benchmark import changes
-    from groundsql.evaluation.runner import COMPACT_FILE, RESULTS_FILE, load_records
+    from groundsql.evaluation.runner import load_records, results_file
 
     if earlier is None:
         show(err, "no earlier run of this pack's benchmark to compare with")
         return False
-    path = earlier / COMPACT_FILE if (earlier / COMPACT_FILE).is_file() else earlier / RESULTS_FILE
-    if not path.is_file():
+    path = results_file(earlier)
+    if path is None:
         raise ConfigError(f"{earlier}: no results of an earlier run there (--against)")
     found = changes(load_records(path), records)
     broken = [c for c in found if c.regression]

@@ -49,6 +49,12 @@ COMPACT_FILE = "results.jsonl.gz"
 _ROWS_KEPT = 20  # rows of each result kept in a record, for the failure browser
 
 
+def results_file(folder: Path) -> Path | None:
+    """The records of the run in `folder` (compact or not); None when it holds none."""
+    found = [folder / name for name in (COMPACT_FILE, RESULTS_FILE) if (folder / name).is_file()]
+    return found[0] if found else None
+
+
 def sample(items: list[EvalItem], limit: int | None, seed: int) -> list[EvalItem]:
     """A fixed random sample (same limit and seed, same items), in benchmark order. A
     conversation is one unit: `limit` conversations, each with all its turns."""

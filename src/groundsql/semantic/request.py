@@ -347,9 +347,11 @@ def unjoined_filters(catalog: Catalog, request: Request) -> tuple[list[str], lis
     from groundsql.semantic.compile import joined_tables, measure_tables
 
     rows = measure_tables(catalog, request)
+    if not rows:  # no measure: nothing the filters must reach
+        return rows, []
     refs = [(f.field, catalog.fields[f.field]) for f in request.where if f.field in catalog.fields]
-    reached = joined_tables(catalog, rows, [ref.table for _, ref in refs]) if rows else set()
-    return rows, [name for name, ref in refs if rows and ref.table not in reached]
+    reached = joined_tables(catalog, rows, [ref.table for _, ref in refs])
+    return rows, [name for name, ref in refs if ref.table not in reached]
 
 
 def _joinable(catalog: Catalog, tables: list[str], filters: list[dict[str, Any] | None]) -> list[dict[str, Any] | None]:

@@ -174,12 +174,13 @@ def _with_learned(ctx: Context, semantic: _Semantic, trace: Trace) -> _Semantic:
         return semantic
     with trace.step("learned examples") as step:
         read = []
-        for example in new:
-            request = verified_request(example.sql, semantic.catalog, ctx.db) if not example.request else None
-            if request is not None and request.limit == ctx.settings.safety.default_limit:
+        for example in new:  # a question and the SQL a person confirmed (Session.learn): no request
+            request = verified_request(example.sql, semantic.catalog, ctx.db)
+            if request is None:
+                continue
+            if request.limit == ctx.settings.safety.default_limit:
                 request = request.model_copy(update={"limit": None})  # the validator's LIMIT, not the question's
-            if request is not None or example.request:
-                read.append(replace(example, request=example.request or request.to_json()))  # type: ignore[union-attr]
+            read.append(replace(example, request=request.to_json()))
         step.update(confirmed=len(new), as_requests=len(read))
     semantic = replace(semantic, examples=semantic.examples.extended(read), learned=len(ctx.learned))
     ctx.resources["compiled"] = semantic
