@@ -97,6 +97,14 @@ class Session:
         with question_deadline(self.settings.llm.question_timeout_s):
             return answer_in_conversation(question, history, strategy, ctx)
 
+    def reload_pack(self) -> None:
+        """Read the domain pack's files again from the next question on (after an edit): what
+        was built from them is dropped; the examples people confirmed are kept."""
+        learned = self.context.learned if "context" in self.__dict__ else []
+        self.__dict__.pop("context", None)
+        for example in learned:
+            self.context.learn(example)
+
     def warm(self) -> list[Completion]:
         """Compute (or load) the prompt states the compiled path's questions start from: the
         semantic model, or each subject area of a warehouse's (semantic/scope.py). With the

@@ -421,21 +421,15 @@ def eval_command(
     from groundsql.evaluation.configs import parse_config
     from groundsql.evaluation.datasets import load_benchmark
     from groundsql.evaluation.report import write_reports
-    from groundsql.evaluation.runner import EvalRun, bank_from_items, load_records, sample
+    from groundsql.evaluation.runner import EvalRun, bank_from_items, load_records, sample, whole_results
     from groundsql.retrieval import QueryBank
 
-    base = _settings(model, backend, base_url, no_cache).model_copy(
-        update={
-            # Results are compared whole: no row cap or added LIMIT may cut a gold-sized answer.
-            "database": Settings().database.model_copy(update={"max_rows": 100_000}),
-            "safety": Settings().safety.model_copy(update={"default_limit": 100_000}),
-        }
-    )
+    base = whole_results(_settings(model, backend, base_url, no_cache))
     if (benchmark is None) == (pack is None):
         raise ConfigError("give a benchmark (a Spider or BIRD folder, or a .jsonl file) or --pack DIR, not both")
     if pack is not None:
         from groundsql.api import database_url
-        from groundsql.evaluation.pack_benchmark import pack_items
+        from groundsql.evaluation.pack_benchmark import last_run, new_run_folder, pack_items
 
         # Every configuration answers with the pack benchmarked (unless it names one itself).
         config = [spec if "pack=" in spec else f"{spec}{',' if ':' in spec else ':'}grounded.pack={pack}"
@@ -447,9 +441,8 @@ def eval_command(
         if db is None and Path(pack).resolve() != demo_pack_path().resolve():
             raise ConfigError(f"--pack {pack} needs --db: the database its questions are asked of")
         all_items = pack_items(pack, database_url(db))
-        out_dir = Path(out_folder) if out_folder else \
-            Path(pack) / "benchmark-runs" / f"{dt.datetime.now():%Y%m%d-%H%M%S}"
-        earlier = Path(against) if against else _last_run(out_dir)
+        out_dir = Path(out_folder) if out_folder else new_run_folder(pack)
+        earlier = Path(against) if against else last_run(out_dir.parent, excluding=out_dir)
     else:
         all_items = load_benchmark(benchmark)
         out_dir = Path(out_folder or f"eval-runs/{Path(benchmark).stem}-{dt.datetime.now():%Y%m%d-%H%M%S}")
@@ -512,28 +505,17 @@ def eval_command(
         raise typer.Exit(1)
 
 
-def _last_run(out_dir: "Path") -> "Path | None":
-    """The latest earlier run of a pack's benchmark beside this one (runs are named by their
-    start time: the last by name)."""
-    from groundsql.evaluation.runner import results_file
-
-    done = sorted(p for p in out_dir.parent.glob("*") if p.is_dir() and p.resolve() != out_dir.resolve()
-                  and results_file(p) is not None)
-    return done[-1] if done else None
-
-
 def _show_changes(records: list[dict], earlier: "Path | None") -> bool:
     """Print what changed since the earlier run; True when an answer that was right is not."""
-    from groundsql.evaluation.pack_benchmark import changes
-    from groundsql.evaluation.runner import load_records, results_file
+    from groundsql.evaluation.pack_benchmark import changes, scored_records
+    from groundsql.evaluation.runner import results_file
 
     if earlier is None:
         show(err, "no earlier run of this pack's benchmark to compare with")
         return False
-    path = results_file(earlier)
-    if path is None:
+    if results_file(earlier) is None:
         raise ConfigError(f"{earlier}: no results of an earlier run there (--against)")
-    found = changes(load_records(path), records)
+    found = changes(scored_records(earlier), records)
     broken = [c for c in found if c.regression]
     show(out, f"Since {earlier}: {len(broken)} answer{'s' * (len(broken) != 1)} broken, "
               f"{sum(c.now == 'right' and c.before not in ('right', '') for c in found)} mended, "
@@ -727,19 +709,21 @@ def keys_add(
     database: Annotated[
         Optional[list[str]], typer.Option("--database", "-d", help="A database it may use (repeat; default: all).")
     ] = None,
+    role: Annotated[str, typer.Option(help="reader (ask, run SQL, give feedback) or editor (also change the "
+                                           "databases' packs in the page and the API).")] = "reader",
     config: ConfigOption = None,
 ) -> None:
     """Create an API key; it is printed once and stored only as a hash."""
-    secret = _state(config).add_key(name, database or [])
-    show(err, f"key {name!r} for {', '.join(database) if database else 'every database'} (shown only now):")
+    secret = _state(config).add_key(name, database or [], role)
+    show(err, f"{role} key {name!r} for {', '.join(database) if database else 'every database'} (shown only now):")
     print(secret)
 
 
 @keys_app.command("list")
 def keys_list(config: ConfigOption = None) -> None:
-    """The keys: name, databases, creation time (never the secret)."""
-    for name, databases, created in _state(config).keys():
-        show(out, f"{name}\t{', '.join(databases)}\t{created:%Y-%m-%d %H:%M}")
+    """The keys: name, role, databases, creation time (never the secret)."""
+    for key, created in _state(config).keys():
+        show(out, f"{key.name}\t{key.role}\t{', '.join(key.databases)}\t{created:%Y-%m-%d %H:%M}")
 
 
 @keys_app.command("remove")

@@ -9,7 +9,12 @@ team adds with their gold SQL in `benchmark.jsonl` beside the pack's files:
 
 Each answer is scored with a reason (evaluation/result_match.REASONS: right, error, empty
 result, missing or extra rows or columns, wrong order, wrong values) and read against the run
-before it, so an edit of the pack that breaks an answer shows as a regression.
+before it, so an edit of the pack that breaks an answer shows as a regression. A question whose
+gold fails to run is listed with its error and never counted. A person may override a score
+with a note (a gold that allows two answers): `overrides.jsonl` in the run's folder, read
+wherever the run is scored or compared.
+
+Runs live in the pack's `benchmark-runs/` folder, one folder each, named by their start time.
 """
 
 from __future__ import annotations
@@ -19,14 +24,29 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from groundsql.errors import ConfigError
-from groundsql.evaluation.datasets import EvalItem
-from groundsql.jsonl import read_jsonl
-from groundsql.packs.load import load_pack
+import datetime as dt
+import json
+import re
+from collections.abc import Callable, Sequence
 
-__all__ = ["BENCHMARK_FILE", "Change", "changes", "pack_items"]
+from groundsql.config import Settings
+from groundsql.errors import ConfigError
+from groundsql.evaluation.configs import parse_config
+from groundsql.evaluation.datasets import EvalItem
+from groundsql.evaluation.runner import EvalRun, bank_from_items, load_records, results_file, whole_results
+from groundsql.files import read_text, write_text_atomic
+from groundsql.jsonl import read_jsonl
+from groundsql.llm import LLM
+from groundsql.packs.load import load_pack
+from groundsql.retrieval import Example
+
+__all__ = ["BENCHMARK_FILE", "RUNS_FOLDER", "Change", "benchmark_run", "changes", "last_run", "new_run_folder",
+           "override", "pack_items", "run_summary"]
 
 BENCHMARK_FILE = "benchmark.jsonl"
+RUNS_FOLDER = "benchmark-runs"
+OVERRIDES_FILE = "overrides.jsonl"
+VERDICTS = ("right", "wrong")
 
 
 def pack_items(folder: str | Path, db_url: str) -> list[EvalItem]:
@@ -77,20 +97,116 @@ class Change:
 
 def changes(before: list[dict[str, Any]], now: list[dict[str, Any]]) -> list[Change]:
     """The questions whose reason differs from the run before (a new question included),
-    regressions first. Configurations are paired in the order they ran (a pack given by
-    another path is the same configuration)."""
+    regressions first; a person's override counts as the reason. Configurations are paired in
+    the order they ran (a pack given by another path is the same configuration)."""
     def by_config(records: list[dict[str, Any]]) -> list[dict[str, str]]:
         configs: dict[str, dict[str, str]] = {}
         for r in records:
             if "gold_error" not in r:
-                configs.setdefault(r["config"], {})[r["item_id"]] = r.get("reason", "")
+                configs.setdefault(r["config"], {})[r["item_id"]] = reason_of(r)
         return list(configs.values())
 
     earlier = by_config(before)
     found = []
     for k, config in enumerate(dict.fromkeys(r["config"] for r in now)):
         reasons = earlier[k] if k < len(earlier) else {}
-        found += [Change(r["item_id"], r["question"], reasons.get(r["item_id"], ""), r.get("reason", ""))
+        found += [Change(r["item_id"], r["question"], reasons.get(r["item_id"], ""), reason_of(r))
                   for r in now if r["config"] == config and "gold_error" not in r]
     differing = [c for c in found if c.before != c.now]
     return sorted(differing, key=lambda c: not c.regression)
+
+
+def reason_of(record: dict[str, Any]) -> str:
+    """The reason a record is scored by: a person's override (right; or wrong where the
+    results matched: judged_wrong), else the comparison's."""
+    verdict = (record.get("override") or {}).get("verdict")
+    reason = record.get("reason", "")
+    if verdict == "right":
+        return "right"
+    if verdict == "wrong" and reason == "right":
+        return "judged_wrong"
+    return reason
+
+
+# -- runs -----------------------------------------------------------------------------------------
+
+
+RUN_NAME = re.compile(r"^[0-9]{8}-[0-9]{6}$")
+
+
+def new_run_folder(pack_folder: str | Path) -> Path:
+    return Path(pack_folder) / RUNS_FOLDER / f"{dt.datetime.now():%Y%m%d-%H%M%S}"
+
+
+def last_run(runs: Path, excluding: Path | None = None) -> Path | None:
+    """The latest run in `runs` that has results (runs are named by their start time)."""
+    done = sorted(p for p in runs.glob("*") if p.is_dir() and results_file(p) is not None
+                  and (excluding is None or p.resolve() != excluding.resolve()))
+    return done[-1] if done else None
+
+
+def last_run_before(runs: Path, run: str) -> Path | None:
+    """The run with results just before `run` (by name: start time)."""
+    done = sorted(p for p in runs.glob("*") if p.is_dir() and p.name < run and results_file(p) is not None)
+    return done[-1] if done else None
+
+
+def benchmark_run(pack_folder: str | Path, db_url: str, settings: Settings, strategy: str = "auto", *,
+                  llm: LLM | None = None, learned: Sequence[Example] = (), out_dir: Path | None = None,
+                  on_record: Callable[[dict[str, Any]], None] | None = None) -> EvalRun:
+    """A run of the pack's benchmark as the service answers: its strategy, its model, and the
+    examples people confirmed (`learned`: a confirmed wrong answer shows as a regression here;
+    one of a benchmark question itself is left out, or it would be scored on its own answer)."""
+    items = pack_items(pack_folder, db_url)
+    config = parse_config(f"{strategy}:grounded.pack={pack_folder}", whole_results(settings))
+    asked = {item.question.strip() for item in items}
+    return EvalRun(items=items, configs=[config], out_dir=out_dir or new_run_folder(pack_folder),
+                   bank=bank_from_items(items), llm=llm, on_record=on_record,
+                   learned=[e for e in learned if e.question.strip() not in asked])
+
+
+def override(run_folder: Path, item_id: str, verdict: str, note: str, by: str) -> dict[str, Any]:
+    """A person's score of one answer of a run, with why; the latest for an item counts."""
+    if verdict not in VERDICTS:
+        raise ConfigError(f"an override's verdict is right or wrong, not {verdict!r}")
+    path = results_file(run_folder)
+    if path is None or item_id not in {r["item_id"] for r in load_records(path)}:
+        raise ConfigError(f"{run_folder.name}: no answer {item_id!r} in that run")
+    entry = {"item_id": item_id, "verdict": verdict, "note": note.strip(), "by": by,
+             "at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
+    file = run_folder / OVERRIDES_FILE
+    text = read_text(file) if file.is_file() else ""
+    write_text_atomic(file, text + json.dumps(entry, ensure_ascii=False) + "\n")
+    return entry
+
+
+def scored_records(run_folder: Path) -> list[dict[str, Any]]:
+    """A run's records, each with the override a person gave it."""
+    path = results_file(run_folder)
+    records = load_records(path) if path is not None else []
+    file = run_folder / OVERRIDES_FILE
+    overrides = {raw["item_id"]: raw for _, raw in read_jsonl(file, "an override")} if file.is_file() else {}
+    return [{**r, "override": overrides[r["item_id"]]} if r["item_id"] in overrides else r for r in records]
+
+
+def run_summary(run_folder: Path, earlier: Path | None) -> dict[str, Any]:
+    """A run as the page shows it: each answer with its reason, the reason in the run before,
+    whether it broke; the score (a failing gold listed, not counted)."""
+    records = scored_records(run_folder)
+    before = {r["item_id"]: reason_of(r) for r in scored_records(earlier) if "gold_error" not in r} \
+        if earlier is not None else {}
+    answers = []
+    for r in records:
+        failed = "gold_error" in r
+        reason = "" if failed else reason_of(r)
+        answers.append({
+            "item_id": r["item_id"], "question": r["question"], "category": r.get("category", ""),
+            "reason": reason, "model_reason": r.get("reason", ""), "before": before.get(r["item_id"], ""),
+            "regression": before.get(r["item_id"]) == "right" and not failed and reason != "right",
+            "gold_sql": r.get("gold_sql"), "gold_error": r.get("gold_error"), "sql": r.get("pred_sql"),
+            "error": r.get("error"), "override": r.get("override")})
+    counted = [a for a in answers if not a["gold_error"]]
+    return {"run": run_folder.name, "earlier": earlier.name if earlier else None, "answers": answers,
+            "right": sum(a["reason"] == "right" for a in counted), "counted": len(counted),
+            "gold_failed": len(answers) - len(counted),
+            "regressions": sum(a["regression"] for a in answers)}

@@ -49,6 +49,15 @@ COMPACT_FILE = "results.jsonl.gz"
 _ROWS_KEPT = 20  # rows of each result kept in a record, for the failure browser
 
 
+def whole_results(settings: Settings) -> Settings:
+    """`settings` for scoring: results are compared whole, so no row cap or added LIMIT may
+    cut a gold-sized answer."""
+    return settings.model_copy(update={
+        "database": settings.database.model_copy(update={"max_rows": 100_000}),
+        "safety": settings.safety.model_copy(update={"default_limit": 100_000}),
+    })
+
+
 def results_file(folder: Path) -> Path | None:
     """The records of the run in `folder` (compact or not); None when it holds none."""
     found = [folder / name for name in (COMPACT_FILE, RESULTS_FILE) if (folder / name).is_file()]
@@ -85,7 +94,8 @@ class EvalRun:
     workers: int = 1
     judge: bool = False
     test_suite: bool = False  # also score against populated variants (SQLite databases)
-    llm: LLM | None = None  # a ready backend (tests); otherwise built from each config
+    llm: LLM | None = None  # a ready backend (tests, the service); otherwise built from each config
+    learned: list[Example] = field(default_factory=list)  # examples people confirmed (the service's)
     on_record: Callable[[dict[str, Any]], None] | None = None
     compact: bool = False  # records without traces, gzipped (COMPACT_FILE)
     _lock: threading.RLock = field(default_factory=threading.RLock)  # _context takes it, then _llm
@@ -385,6 +395,8 @@ class EvalRun:
                     bank=self.bank,
                     exclude_db=item.db_id if self.cross_database_bank else None,
                 )
+                for example in self.learned:
+                    self._contexts[key].learn(example)
             return self._contexts[key]
 
     def _database(self, url: str, settings: Settings) -> Database:

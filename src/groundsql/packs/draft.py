@@ -238,7 +238,9 @@ def _comment(*lines: str) -> str:
 
 
 def _dump(data: Any) -> str:
-    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=False, width=120)
+    # A text on one line however long: an edit through the page (packs/edit.py) then rewrites
+    # no line but its own.
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=False, width=4096)
 
 
 def _items(key: str, items: Sequence[tuple[str, dict[str, Any]]]) -> str:

@@ -1,5 +1,6 @@
-"""The HTTP API (FastAPI): `/v1/ask`, `/v1/sql`, `/v1/databases`, `/v1/feedback`,
-`/v1/answers/{id}/result.csv`, `/v1/conversations/{id}`, `/healthz`, `/metrics`; the OpenAPI schema at `/docs`; the MCP server
+"""The HTTP API (FastAPI): `/v1/ask`, `/v1/sql`, `/v1/databases` (with each one's pack, its
+edits and history, and its benchmark runs), `/v1/feedback`, `/v1/answers/{id}/result.csv`,
+`/v1/conversations/{id}`, `/healthz`, `/metrics`; the OpenAPI schema at `/docs`; the MCP server
 (mcp.py) over streamable HTTP at `/mcp`, under the same keys; the web page (static/) at `/`, a
 client of these endpoints like any other.
 
@@ -29,6 +30,7 @@ from groundsql.packs.model import DomainPack, ReferenceTable
 from groundsql.schema.model import Table
 from groundsql.server.mcp import mcp_http_app
 from groundsql.server.metrics import Metrics
+from groundsql.packs.edit import Edit
 from groundsql.server.service import Asked, Busy, Served, Service, ServiceError, Unauthorized
 from groundsql.server.state import ApiKey
 from groundsql.server.views import AnswerView, csv_text, json_rows
@@ -179,6 +181,105 @@ class ConversationView(BaseModel):
     turns: list[TurnView]
 
 
+class PackEntry(BaseModel):
+    id: str = Field(description="file:place, e.g. semantic.yaml:tables.companies.measures.revenue")
+    kind: str = Field(description="table, rules, dimension, time_dimension, fact, measure, filter, "
+                                  "verified_query or example")
+    file: str
+    title: str
+    value: Any = Field(description="The entry as its file holds it, as JSON.")
+    version: str = Field(description="Send it back with an edit: an entry changed since is not overwritten.")
+
+
+class PackView(BaseModel):
+    database: str
+    read_only: str | None = Field(description="Why the pack cannot be edited here; None when it can.")
+    may_edit: bool = Field(description="Whether this key may edit it (an editor's key, the pack writable).")
+    entries: list[PackEntry]
+    collections: list[str] = Field(description="Where entries may be added (add_to).")
+
+
+class PackEditRequest(_Strict):
+    entry: str | None = Field(None, max_length=500, description="The entry to change or remove.")
+    base: str | None = Field(None, max_length=32, description="The entry's version the edit was made from.")
+    add_to: str | None = Field(None, max_length=500, description="A collection to add `value` to.")
+    value: Any = Field(None, description="The entry's new value (JSON, as in the pack view).")
+    remove: bool = Field(False, description="Remove the entry instead.")
+    note: str | None = Field(None, max_length=2000, description="Why, for the pack's history.")
+
+
+class PackEditResponse(BaseModel):
+    entry: str
+    action: str
+    file: str
+    version: str | None
+    value: Any
+
+
+class PackChange(BaseModel):
+    at: str
+    key_name: str | None
+    entry: str
+    action: str
+    file: str
+    before: Any
+    after: Any
+    note: str | None
+
+
+class BenchmarkRunInfo(BaseModel):
+    run: str
+    earlier: str | None
+    right: int
+    counted: int = Field(description="Answers scored: a question whose gold fails to run is not counted.")
+    gold_failed: int
+    regressions: int = Field(description="Answers right in the run before and not in this one.")
+
+
+class BenchmarkRunning(BaseModel):
+    run: str
+    total: int
+    done: int
+    started_at: str
+    key_name: str | None
+    error: str | None
+    finished: bool
+
+
+class BenchmarksView(BaseModel):
+    database: str
+    running: BenchmarkRunning | None = Field(description="The run under way, or the last one this server ran.")
+    runs: list[BenchmarkRunInfo]
+    may_run: bool = Field(description="Whether this key may run it (an editor's key, the pack writable).")
+
+
+class BenchmarkAnswer(BaseModel):
+    item_id: str
+    question: str
+    category: str
+    reason: str = Field(description="right, error, asked_back, empty_result, missing_columns, extra_columns, "
+                                    "missing_rows, extra_rows, wrong_order, wrong_values; judged_wrong when a "
+                                    "person scored a matching answer wrong; empty when the gold failed")
+    model_reason: str = Field(description="The comparison's reason, before any override.")
+    before: str = Field(description="The reason in the run before; empty when the question is new.")
+    regression: bool
+    gold_sql: str | None
+    gold_error: str | None = Field(description="Why the gold failed to run: listed, never counted.")
+    sql: str | None
+    error: str | None
+    override: dict[str, Any] | None
+
+
+class BenchmarkRunView(BenchmarkRunInfo):
+    answers: list[BenchmarkAnswer]
+
+
+class OverrideRequest(_Strict):
+    item_id: str = Field(min_length=1, max_length=64)
+    verdict: Literal["right", "wrong"]
+    note: str = Field(min_length=1, max_length=2000, description="Why the score is overridden.")
+
+
 class ErrorBody(BaseModel):
     code: str
     message: str
@@ -320,6 +421,54 @@ def create_app(service: Service) -> FastAPI:
                             error=t["error"], created_at=t["created_at"].isoformat()) for t in found["turns"]])
 
     _add_page(app)
+
+    @app.get("/v1/databases/{name}/pack", response_model=PackView)
+    def pack(name: str, key: Caller) -> PackView:
+        """The database's pack as entries a person may read and (with an editor's key) edit."""
+        found = service.pack(key, name)
+        return PackView(database=name, read_only=found["read_only"], may_edit=found["may_edit"],
+                        entries=[PackEntry(**e.to_dict()) for e in found["entries"]],
+                        collections=found["collections"])
+
+    @app.post("/v1/databases/{name}/pack/edits", response_model=PackEditResponse,
+              responses={403: {"model": ErrorResponse}, 409: {"model": ErrorResponse},
+                         422: {"model": ErrorResponse}})
+    def edit_pack(name: str, body: PackEditRequest, key: Caller) -> PackEditResponse:
+        """Change, add or remove one entry; checked against the database before its file is
+        written. 409 when the entry changed since `base` (the entry as it is now in the error),
+        422 when the pack with the edit would not load (file, line and field in the message)."""
+        if body.remove == (body.value is not None):
+            raise ServiceError("give the entry's new value, or remove: true, not both")
+        saved = service.edit_pack(key, name, Edit(value=body.value, entry=body.entry, base=body.base,
+                                                  add_to=body.add_to), body.note)
+        return PackEditResponse(entry=saved.entry, action=saved.action, file=saved.file, version=saved.version,
+                                value=saved.after)
+
+    @app.get("/v1/databases/{name}/pack/history", response_model=list[PackChange])
+    def pack_history(name: str, key: Caller, entry: Annotated[str | None, Query(max_length=500)] = None
+                     ) -> list[PackChange]:
+        """Who changed what in the pack, the latest first."""
+        return [PackChange(**{**c, "at": c["at"].isoformat(timespec="seconds")})
+                for c in service.pack_history(key, name, entry)]
+
+    @app.post("/v1/databases/{name}/benchmarks", response_model=BenchmarkRunning, status_code=202)
+    def start_benchmark(name: str, key: Caller) -> BenchmarkRunning:
+        """Run the pack's benchmark in the background (an editor's key); poll the list."""
+        return BenchmarkRunning(**vars(service.start_benchmark(key, name)))
+
+    @app.get("/v1/databases/{name}/benchmarks", response_model=BenchmarksView)
+    def benchmarks(name: str, key: Caller) -> BenchmarksView:
+        return BenchmarksView(**service.benchmarks(key, name))
+
+    @app.get("/v1/databases/{name}/benchmarks/{run}", response_model=BenchmarkRunView)
+    def benchmark(name: str, run: str, key: Caller) -> BenchmarkRunView:
+        """One run: each answer with its reason, the reason in the run before, and regressions."""
+        return BenchmarkRunView(**service.benchmark(key, name, run))
+
+    @app.post("/v1/databases/{name}/benchmarks/{run}/overrides")
+    def override(name: str, run: str, body: OverrideRequest, key: Caller) -> dict[str, Any]:
+        """Score one answer by hand, with a note (an editor's key)."""
+        return service.override(key, name, run, body.item_id, body.verdict, body.note)
 
     @app.get("/healthz")
     def healthz() -> dict[str, Any]:
@@ -548,8 +697,10 @@ def _status_of(err: GroundsqlError) -> tuple[int, str]:
     return 400, "bad_request"
 
 
-def _error(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
-    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status, headers=headers)
+def _error(status: int, code: str, message: str, headers: dict[str, str] | None = None,
+           extra: dict[str, Any] | None = None) -> JSONResponse:
+    return JSONResponse({"error": {"code": code, "message": message, **(extra or {})}}, status_code=status,
+                        headers=headers)
 
 
 def _install_error_handlers(app: FastAPI, metrics: Metrics) -> None:
@@ -562,7 +713,7 @@ def _install_error_handlers(app: FastAPI, metrics: Metrics) -> None:
         headers = {"Retry-After": str(err.retry_after_s)} if isinstance(err, Busy) else None
         if isinstance(err, Unauthorized):
             headers = {"WWW-Authenticate": "Bearer"}
-        return _error(status, code, str(err), headers)
+        return _error(status, code, str(err), headers, getattr(err, "extra", None))
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_request: Request, err: RequestValidationError) -> JSONResponse:

@@ -3,15 +3,23 @@
 It holds one `Session` per configured database (its model loaded once and its prompt prefix
 kept warm between requests), the state store, and the limit on questions answered at once.
 Every operation checks what the caller's key may use, and every statement it runs is audited.
+
+A database's domain pack is edited here too (packs/edit.py): only with an editor's key, each
+edit checked against the database before its file is written, recorded in the pack's history
+and the audit log, and the session reading the pack again from the next question on. Its
+benchmark (evaluation/pack_benchmark.py) runs in the background on the service's own model.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from groundsql.deadline import question_deadline
@@ -19,13 +27,16 @@ from groundsql.api import Session, connect
 from groundsql.config import LLMConfig
 from groundsql.conversation import Turn
 from groundsql.db import QueryResult
-from groundsql.errors import DatabaseError, GroundsqlError, UnsafeSQLError
+from groundsql.errors import ConfigError, DatabaseError, GroundsqlError, UnsafeSQLError
+from groundsql.evaluation import pack_benchmark
 from groundsql.llm import LLM, build_llm
+from groundsql.packs import edit as pack_edit
 from groundsql.safety import ValidatedSQL, run_validated
 from groundsql.schema import render_schema
 from groundsql.server.config import ServeConfig
 from groundsql.server.state import ApiKey, AuditEntry, StateStore
 from groundsql.strategies import Answer, Step
+from groundsql.strategies.grounded import demo_pack_path, pack_folder
 
 log = logging.getLogger("groundsql")
 
@@ -49,6 +60,20 @@ class Unauthorized(ServiceError):
     status, code = 401, "unauthorized"
 
 
+class Conflict(ServiceError):
+    """An edit of an entry someone changed since: `current` is the entry as it is now."""
+
+    status, code = 409, "conflict"
+
+    def __init__(self, message: str, extra: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.extra = extra or {}
+
+
+class InvalidEdit(ServiceError):
+    status, code = 422, "invalid_edit"
+
+
 class Busy(ServiceError):
     status, code = 429, "busy"
 
@@ -66,6 +91,20 @@ class Served:
     session: Session
     examples_seen: int = 0  # the last learned example this process has given the session
     lock: threading.Lock = field(default_factory=threading.Lock)
+    benchmark: "Benchmarking | None" = None  # the run under way
+
+
+@dataclass
+class Benchmarking:
+    """A run of a pack's benchmark under way in the background."""
+
+    run: str
+    total: int
+    started_at: str
+    key_name: str | None
+    done: int = 0
+    error: str | None = None
+    finished: bool = False
 
 
 @dataclass(frozen=True)
@@ -253,6 +292,170 @@ class Service:
 
     def lookup(self, key: ApiKey | None, name: str, phrase: str) -> dict[str, Any]:
         return self.database(key, name).session.lookup(phrase)
+
+    # -- the pack --------------------------------------------------------------------------
+
+    def pack_folder(self, served: Served) -> tuple[Path | None, str | None]:
+        """The folder of the database's pack, and why it may not be edited here (None: it may)."""
+        folder = pack_folder(served.session.context)
+        if folder is None:
+            return None, ("this database has no domain pack: draft one with `groundsql init --db URL --out DIR` "
+                          "and serve it as the database's pack")
+        if folder.resolve() == demo_pack_path().resolve():
+            return folder, ("the demo's own pack is part of groundsql, so it is read-only here; copy the folder "
+                            f"{folder} and serve the copy as the database's pack (databases: demo: pack: DIR) "
+                            "to edit it")
+        if not os.access(folder, os.W_OK):
+            return folder, f"the server may not write to the pack's folder {folder}"
+        return folder, None
+
+    def pack(self, key: ApiKey | None, name: str) -> dict[str, Any]:
+        served = self.database(key, name)
+        folder, read_only = self.pack_folder(served)
+        return {"database": name, "folder": folder, "read_only": read_only,
+                "may_edit": read_only is None and (key is None or key.may_edit),
+                "entries": pack_edit.entries(folder) if folder else [],
+                "collections": pack_edit.collections(folder) if folder and read_only is None else []}
+
+    def _editable(self, key: ApiKey | None, name: str, what: str) -> tuple[Served, Path]:
+        served = self.database(key, name)
+        if key is not None and not key.may_edit:
+            self.state.audit([AuditEntry(key.name, name, "pack", None, None, "refused", detail=f"{what}: not an editor")])
+            raise Forbidden(f"the key {key.name!r} is a reader's: only an editor's key may change a pack "
+                            "(`groundsql keys add NAME --role editor`)")
+        folder, read_only = self.pack_folder(served)
+        if read_only is not None or folder is None:
+            raise ServiceError(read_only or "no pack")
+        return served, folder
+
+    def edit_pack(self, key: ApiKey | None, name: str, edit: pack_edit.Edit, note: str | None = None) -> pack_edit.Saved:
+        """Save one edit of the database's pack; refused (and nothing written) when the entry
+        changed since `edit.base`, or when the pack with it fails the checks of a loaded pack."""
+        served, folder = self._editable(key, name, edit.entry or f"add to {edit.add_to}")
+        session = served.session
+        check = pack_edit.checker(session.db, session.schema, session.settings.safety)
+        target = edit.entry or edit.add_to
+        try:
+            saved = pack_edit.save(folder, edit, check, editor=_name(key) or "local")
+        except pack_edit.EditConflict as err:
+            self.state.audit([AuditEntry(_name(key), name, "pack", None, None, "refused", detail=f"{target}: {err}")])
+            raise self._conflict(name, edit, err) from None
+        except ConfigError as err:
+            self.state.audit([AuditEntry(_name(key), name, "pack", None, None, "refused", detail=f"{target}: {err}")])
+            raise InvalidEdit(f"not saved: {err}") from None
+        self.state.add_pack_change(name, _name(key), saved.entry, saved.action, saved.file, saved.before,
+                                   saved.after, saved.version, note)
+        self.state.audit([AuditEntry(_name(key), name, "pack", None, None, "saved",
+                                     detail=f"{saved.action} {saved.entry}" + (f": {note}" if note else ""))])
+        with served.lock:
+            session.reload_pack()
+        return saved
+
+    def _conflict(self, name: str, edit: pack_edit.Edit, err: pack_edit.EditConflict) -> Conflict:
+        """What changed since the version the edit was made from, and who changed it."""
+        current = err.current
+        if current is None:
+            return Conflict(f"not saved: {err}", {"current": None})
+        history = self.state.pack_changes(name, current.id)
+        since = []
+        for change in history:  # the latest first, back to the version the edit was made from
+            if change["version"] == edit.base:
+                break
+            since.append(change)
+        # The entry as the edit's author saw it: what the oldest change since started from.
+        base_value = since[-1]["before"] if since and pack_edit.version_of(since[-1]["before"]) == edit.base else None
+        changed = pack_edit.changed_fields(base_value, current.value) if base_value is not None else []
+        who = ", ".join(dict.fromkeys(c["key_name"] or "local" for c in since)) if since else None
+        when = since[0]["at"].isoformat(timespec="seconds") if since else None
+        message = (f"not saved: {current.id} was changed since you opened it"
+                   + (f" by {who} at {when}" if who else " (in its file)")
+                   + (f": {', '.join(changed)}" if changed else "")
+                   + "; your edit is kept in the form: compare it with the entry as it is now, then save again")
+        return Conflict(message, {"current": current.to_dict(), "changed": changed, "by": who, "at": when})
+
+    def pack_history(self, key: ApiKey | None, name: str, entry: str | None = None) -> list[dict[str, Any]]:
+        self.database(key, name)
+        return self.state.pack_changes(name, entry)
+
+    # -- the pack's benchmark --------------------------------------------------------------
+
+    def start_benchmark(self, key: ApiKey | None, name: str) -> Benchmarking:
+        """Run the pack's benchmark in the background on this database's model and strategy,
+        with the examples people confirmed; it holds one of the question slots until done."""
+        served, folder = self._editable(key, name, "benchmark")
+        with served.lock:
+            if served.benchmark is not None and not served.benchmark.finished:
+                raise Conflict(f"a run of the benchmark is under way (started {served.benchmark.started_at})")
+            session = served.session
+            try:
+                run = pack_benchmark.benchmark_run(
+                    folder, session.db.url.render_as_string(hide_password=False), session.settings, served.strategy,
+                    llm=session.llm, learned=list(session.context.learned))
+            except ConfigError as err:
+                raise ServiceError(str(err)) from None
+            self.take_slot()
+            job = Benchmarking(run.out_dir.name, len(run.items), dt.datetime.now(dt.timezone.utc).isoformat(
+                timespec="seconds"), _name(key))
+            served.benchmark = job
+
+        def on_record(_record: dict[str, Any]) -> None:
+            job.done += 1
+
+        def work() -> None:
+            try:
+                run.on_record = on_record
+                run.run()
+            except Exception as err:  # the page shows it; the server goes on
+                log.exception("the benchmark of %s failed", name)
+                job.error = str(err) or type(err).__name__
+            finally:
+                run.close()
+                self.release_slot()
+                job.finished = True
+                self.state.audit([AuditEntry(job.key_name, name, "pack", None, None,
+                                             "failed" if job.error else "ran", job.done, detail=f"benchmark {job.run}")])
+
+        threading.Thread(target=work, name=f"benchmark-{name}", daemon=True).start()
+        return job
+
+    def benchmarks(self, key: ApiKey | None, name: str) -> dict[str, Any]:
+        """The runs of the database's pack benchmark, the latest first, and the one under way."""
+        served = self.database(key, name)
+        folder, _ = self.pack_folder(served)
+        runs_folder = folder / pack_benchmark.RUNS_FOLDER if folder else None
+        runs = sorted((p for p in runs_folder.glob("*") if p.is_dir()), reverse=True) \
+            if runs_folder and runs_folder.is_dir() else []
+        listed = []
+        for run in runs:
+            summary = pack_benchmark.run_summary(run, pack_benchmark.last_run_before(run.parent, run.name))
+            listed.append({k: summary[k] for k in ("run", "earlier", "right", "counted", "gold_failed", "regressions")})
+        _, read_only = self.pack_folder(served)
+        return {"database": name, "running": vars(served.benchmark) if served.benchmark else None, "runs": listed,
+                "may_run": read_only is None and (key is None or key.may_edit)}
+
+    def benchmark(self, key: ApiKey | None, name: str, run: str) -> dict[str, Any]:
+        served = self.database(key, name)
+        folder, _ = self.pack_folder(served)
+        runs = folder / pack_benchmark.RUNS_FOLDER if folder else None
+        if runs is None or not pack_benchmark.RUN_NAME.match(run) or not (runs / run).is_dir():
+            raise NotFound(f"no benchmark run {run!r} of {name!r}")
+        earlier = pack_benchmark.last_run_before(runs, run)
+        return pack_benchmark.run_summary(runs / run, earlier)
+
+    def override(self, key: ApiKey | None, name: str, run: str, item_id: str, verdict: str,
+                 note: str) -> dict[str, Any]:
+        """A person's score of one answer of a run, with a note saying why."""
+        _, folder = self._editable(key, name, f"override in benchmark {run}")
+        runs = folder / pack_benchmark.RUNS_FOLDER
+        if not pack_benchmark.RUN_NAME.match(run) or not (runs / run).is_dir():
+            raise NotFound(f"no benchmark run {run!r} of {name!r}")
+        try:
+            entry = pack_benchmark.override(runs / run, item_id, verdict, note, _name(key) or "local")
+        except ConfigError as err:
+            raise ServiceError(str(err)) from None
+        self.state.audit([AuditEntry(_name(key), name, "pack", None, None, "saved",
+                                     detail=f"benchmark {run}: {item_id} scored {verdict}: {note}")])
+        return entry
 
     def close(self) -> None:
         for served in self.databases.values():

@@ -1,5 +1,5 @@
-"""What the service remembers: API keys, conversations, feedback, learned examples and the
-audit log, in one SQL database (SQLAlchemy Core).
+"""What the service remembers: API keys, conversations, feedback, learned examples, the history
+of pack edits and the audit log, in one SQL database (SQLAlchemy Core).
 
 An embedded SQLite file under the data directory by default; with `state_url` pointing at
 PostgreSQL, several `groundsql serve` processes behind a load balancer share it: a
@@ -33,6 +33,9 @@ from groundsql.strategies.answer import Clarification
 
 _KEY_PREFIX = "gsql_"
 ALL_DATABASES = "*"
+# What a key may do: a reader asks, runs SQL and gives feedback; an editor also changes the
+# databases' packs (descriptions, synonyms, the semantic model, rules, verified queries).
+ROLES = ("reader", "editor")
 
 metadata = sa.MetaData()
 
@@ -42,6 +45,7 @@ api_keys = sa.Table(
     sa.Column("key_hash", sa.String(64), nullable=False, unique=True),
     sa.Column("databases", sa.Text, nullable=False),  # JSON list, or ["*"]
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("role", sa.String(16)),  # ROLES; none (a key made before roles): reader
 )
 conversations = sa.Table(
     "conversations", metadata,
@@ -90,13 +94,27 @@ audit = sa.Table(
     sa.Column("at", sa.DateTime(timezone=True), nullable=False),
     sa.Column("key_name", sa.String(64)),
     sa.Column("database", sa.String(64), nullable=False),
-    sa.Column("kind", sa.String(16), nullable=False),  # ask | sql | feedback
+    sa.Column("kind", sa.String(16), nullable=False),  # ask | sql | feedback | pack
     sa.Column("question", sa.Text),
     sa.Column("sql", sa.Text),
-    sa.Column("verdict", sa.String(16), nullable=False),  # ran | refused | failed
+    sa.Column("verdict", sa.String(16), nullable=False),  # ran | refused | failed | saved
     sa.Column("row_count", sa.Integer),
     sa.Column("elapsed_ms", sa.Integer),
     sa.Column("detail", sa.Text),  # the refusal or the error, in one sentence
+)
+pack_changes = sa.Table(
+    "pack_changes", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("key_name", sa.String(64)),
+    sa.Column("database", sa.String(64), nullable=False, index=True),
+    sa.Column("entry", sa.Text, nullable=False),  # its id after the change (packs/edit.py)
+    sa.Column("action", sa.String(8), nullable=False),  # added | changed | removed
+    sa.Column("file", sa.String(64), nullable=False),
+    sa.Column("before", sa.Text),  # JSON; none when added
+    sa.Column("after", sa.Text),  # JSON; none when removed
+    sa.Column("version", sa.String(16)),  # the entry's version after the change
+    sa.Column("note", sa.Text),
 )
 
 
@@ -104,6 +122,11 @@ audit = sa.Table(
 class ApiKey:
     name: str
     databases: tuple[str, ...]
+    role: str = "reader"
+
+    @property
+    def may_edit(self) -> bool:
+        return self.role == "editor"
 
     def may_use(self, database: str) -> bool:
         return ALL_DATABASES in self.databases or database in self.databases
@@ -123,7 +146,7 @@ class AuditEntry:
 
 
 # Columns added after a release: a state store made before them gets them when it is opened.
-_NEW_COLUMNS = ((turns, "clarification", "TEXT"),)
+_NEW_COLUMNS = ((turns, "clarification", "TEXT"), (api_keys, "role", "VARCHAR(16)"))
 
 
 def _add_new_columns(engine: sa.Engine) -> None:
@@ -171,13 +194,15 @@ class StateStore:
 
     # -- keys --------------------------------------------------------------------------------
 
-    def add_key(self, name: str, databases: Iterable[str]) -> str:
+    def add_key(self, name: str, databases: Iterable[str], role: str = "reader") -> str:
         """A new key for `name`; the secret is returned once and stored only as its hash."""
+        if role not in ROLES:
+            raise ConfigError(f"unknown role {role!r} (known: {', '.join(ROLES)})")
         allowed = sorted(set(databases)) or [ALL_DATABASES]
         secret = _KEY_PREFIX + secrets.token_urlsafe(32)
         try:
             with self.engine.begin() as conn:
-                conn.execute(api_keys.insert().values(name=name, key_hash=hash_key(secret),
+                conn.execute(api_keys.insert().values(name=name, key_hash=hash_key(secret), role=role,
                                                       databases=json.dumps(allowed), created_at=_now()))
         except IntegrityError:
             raise ConfigError(f"a key named {name!r} exists already (remove it first)") from None
@@ -187,17 +212,17 @@ class StateStore:
         with self.engine.begin() as conn:
             return conn.execute(api_keys.delete().where(api_keys.c.name == name)).rowcount > 0
 
-    def keys(self) -> list[tuple[str, tuple[str, ...], dt.datetime]]:
+    def keys(self) -> list[tuple[ApiKey, dt.datetime]]:
         with self.engine.connect() as conn:
-            rows = conn.execute(sa.select(api_keys.c.name, api_keys.c.databases, api_keys.c.created_at)
-                                .order_by(api_keys.c.name)).all()
-        return [(name, tuple(json.loads(dbs)), created) for name, dbs, created in rows]
+            rows = conn.execute(sa.select(api_keys.c.name, api_keys.c.databases, api_keys.c.role,
+                                          api_keys.c.created_at).order_by(api_keys.c.name)).all()
+        return [(ApiKey(name, tuple(json.loads(dbs)), role or "reader"), created) for name, dbs, role, created in rows]
 
     def key_for(self, secret: str) -> ApiKey | None:
         with self.engine.connect() as conn:
-            row = conn.execute(sa.select(api_keys.c.name, api_keys.c.databases)
+            row = conn.execute(sa.select(api_keys.c.name, api_keys.c.databases, api_keys.c.role)
                                .where(api_keys.c.key_hash == hash_key(secret))).first()
-        return ApiKey(row[0], tuple(json.loads(row[1]))) if row else None
+        return ApiKey(row[0], tuple(json.loads(row[1])), row[2] or "reader") if row else None
 
     # -- conversations -----------------------------------------------------------------------
 
@@ -270,6 +295,26 @@ class StateStore:
                                 .where(examples.c.database == database, examples.c.id > after_id)
                                 .order_by(examples.c.id)).all()
         return [tuple(row) for row in rows]  # type: ignore[misc]
+
+    # -- pack edits --------------------------------------------------------------------------
+
+    def add_pack_change(self, database: str, key_name: str | None, entry: str, action: str, file: str,
+                        before: Any, after: Any, version: str | None, note: str | None) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(pack_changes.insert().values(
+                at=_now(), key_name=key_name, database=database, entry=entry, action=action, file=file,
+                before=None if before is None else json.dumps(before, ensure_ascii=False),
+                after=None if after is None else json.dumps(after, ensure_ascii=False), version=version, note=note))
+
+    def pack_changes(self, database: str, entry: str | None = None, limit: int = 200) -> list[dict[str, Any]]:
+        """The database's pack edits, the latest first (of one entry, with `entry`)."""
+        query = sa.select(pack_changes).where(pack_changes.c.database == database)
+        if entry is not None:
+            query = query.where(pack_changes.c.entry == entry)
+        with self.engine.connect() as conn:
+            rows = conn.execute(query.order_by(pack_changes.c.id.desc()).limit(limit)).mappings().all()
+        return [{**row, "before": json.loads(row["before"]) if row["before"] else None,
+                 "after": json.loads(row["after"]) if row["after"] else None} for row in rows]
 
     # -- audit -------------------------------------------------------------------------------
 

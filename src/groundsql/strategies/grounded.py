@@ -157,15 +157,21 @@ def pack_for(ctx: Context) -> DomainPack:
     demo's; a ConfigError says how to draft one when there is none."""
     if ctx.pack is not None:
         return ctx.pack
+    folder = pack_folder(ctx)
+    if folder is not None:
+        return load_pack(folder)
+    raise ConfigError("the grounded strategy needs a domain pack for this database: --pack DIR "
+                      "(draft one with `groundsql init --db URL --out DIR`)")
+
+
+def pack_folder(ctx: Context) -> Path | None:
+    """The folder of the context's domain pack: the configured one, or the demo's on the demo."""
     folder = ctx.settings.grounded.pack
     if folder is not None:
         # A pack, or a folder of packs named after their databases (an evaluation over many).
         own = Path(folder) / _database_name(ctx)
-        return load_pack(own if (own / PACK_FILE).is_file() else folder)
-    if _is_demo(ctx):
-        return load_pack(demo_pack_path())
-    raise ConfigError("the grounded strategy needs a domain pack for this database: --pack DIR "
-                      "(draft one with `groundsql init --db URL --out DIR`)")
+        return own if (own / PACK_FILE).is_file() else Path(folder)
+    return demo_pack_path() if _is_demo(ctx) else None
 
 
 def _database_name(ctx: Context) -> str:

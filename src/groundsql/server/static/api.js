@@ -4,10 +4,12 @@
 const KEY = "groundsql.key";
 
 export class ApiError extends Error {
-  constructor(status, code, message) {
+  // `detail`: the rest of the error body (a pack edit's conflict carries the entry as it is now).
+  constructor(status, code, message, detail = {}) {
     super(message);
     this.status = status;
     this.code = code;
+    this.detail = detail;
   }
 }
 
@@ -44,7 +46,7 @@ async function failure(response) {
     error = (await response.json()).error || {};
   } catch { /* not JSON: a proxy's page; the status says enough */ }
   return new ApiError(response.status, error.code || `http_${response.status}`,
-    error.message || `the server answered ${response.status}`);
+    error.message || `the server answered ${response.status}`, error);
 }
 
 // A request that asks for the key and tries again while the server says 401.

@@ -1,13 +1,15 @@
 // The page: wires the database picker, the conversation (answer.js's turns), the schema
-// browser, the history and the API key together. State lives here and nowhere else; the
+// browser, the history, the pack and its benchmark, and the API key together. State lives here and nowhere else; the
 // modules only draw what they are given.
 
 import { ApiError, ask, at, call } from "./api.js";
 import { earlierTurnView, turnView } from "./answer.js";
 import { clear, el, fill } from "./dom.js";
 import { plural } from "./format.js";
+import { showBenchmarks } from "./bench.js";
 import { remember, showHistory } from "./history.js";
 import { setUpKeys } from "./keys.js";
+import { showPack } from "./pack.js";
 import { showSchema } from "./schema.js";
 
 const $ = (id) => document.getElementById(id);
@@ -17,8 +19,10 @@ const question = $("question");
 const askButton = $("ask-button");
 const notice = $("notice");
 const status = $("status");
-const panels = { ask: $("ask-panel"), schema: $("schema-panel"), history: $("history-panel") };
-const tabs = { ask: $("tab-ask"), schema: $("tab-schema"), history: $("tab-history") };
+const panels = { ask: $("ask-panel"), schema: $("schema-panel"), history: $("history-panel"), pack: $("pack-panel"),
+  benchmarks: $("benchmarks-panel") };
+const tabs = { ask: $("tab-ask"), schema: $("tab-schema"), history: $("tab-history"), pack: $("tab-pack"),
+  benchmarks: $("tab-benchmarks") };
 
 const state = {
   databases: [], // what the key may use (GET /v1/databases): nothing else is ever shown
@@ -207,6 +211,12 @@ function showTab(name, focus = true) {
     state.schemaOf = database;
     showSchema(panels.schema, database, wanted).then((shown) => { if (!shown && wanted()) state.schemaOf = null; });
   }
+  // The pack and its benchmark are read afresh each time: another person may have changed them.
+  if ((name === "pack" || name === "benchmarks") && state.database) {
+    const { database, epoch } = state;
+    const wanted = () => state.tab === name && state.database === database && state.epoch === epoch;
+    (name === "pack" ? showPack : showBenchmarks)(panels[name], database, wanted);
+  }
   if (name === "history") {
     showHistory(panels.history, continueConversation,
       { current: state.conversation, databases: state.databases.map((d) => d.name) });
@@ -235,6 +245,8 @@ function restart() {
   state.schemaOf = null;
   clear(panels.schema);
   clear(panels.history);
+  clear(panels.pack);
+  clear(panels.benchmarks);
   showTab("ask", false);
   loadDatabases();
 }
