@@ -232,3 +232,56 @@ def test_a_verified_query_added_is_benchmarked_and_a_bad_edit_shows_as_a_regress
         japan = next(a for a in again["answers"] if a["question"] == JAPAN_QUESTION)
         assert (japan["reason"], japan["model_reason"], japan["regression"]) == ("right", "wrong_values", False)
         assert japan["override"]["note"] == "off by one is fine" and japan["override"]["by"] == "ann"
+
+
+def test_an_edit_tried_on_the_benchmark_shows_what_it_breaks_without_being_saved(tmp_path: Path, pack: Path) -> None:
+    """A trial runs the pack with the edit (checked as a save is) and leaves the files alone;
+    a later run is compared with the pack as it was, not with the trial. A benchmark question
+    whose gold fails to run is listed with its error and never counted."""
+    (pack / "benchmark.jsonl").write_text(json.dumps({"question": JAPAN_QUESTION, "sql": JAPAN_SQL}) + "\n"
+                                          + json.dumps({"question": "How many moons?", "sql": "SELECT COUNT(*) FROM moon"})
+                                          + "\n")
+    with server(tmp_path, pack) as (url, service):
+        editor = bearer(service.state.add_key("ann", [], "editor"))
+        assert httpx.post(f"{url}/v1/databases/demo/benchmarks", headers=editor).status_code == 202
+        first = wait_for_run(url, editor)
+        moons = next(a for a in first["answers"] if a["question"] == "How many moons?")
+        assert moons["gold_error"] and "moon" in moons["gold_error"] and moons["reason"] == ""
+        assert (first["counted"], first["gold_failed"]) == (3, 1)
+        time.sleep(1.1)
+
+        files = {p.name: p.read_bytes() for p in pack.iterdir() if p.is_file()}
+        count = entry(url, editor, "semantic.yaml:tables.companies.measures.company_count")
+        bad = {"entry": count["id"], "base": count["version"], "value": {**count["value"], "expr": "COUNT(*) + 1"}}
+        broken = {**bad, "value": {**count["value"], "expr": "COUNT(no_such_column)"}}
+        refused = httpx.post(f"{url}/v1/databases/demo/benchmarks", headers=editor, json={"edit": broken})
+        assert refused.status_code == 422 and "no_such_column" in refused.json()["error"]["message"]
+        assert httpx.post(f"{url}/v1/databases/demo/benchmarks", headers=editor, json={"edit": bad}).status_code == 202
+        tried = wait_for_run(url, editor)
+        assert tried["run"].endswith("-trial") and tried["earlier"] == first["run"]
+        assert tried["trial"]["entry"] == count["id"] and tried["trial"]["by"] == "ann"
+        japan = next(a for a in tried["answers"] if a["question"] == JAPAN_QUESTION)
+        assert (japan["before"], japan["reason"], japan["regression"]) == ("right", "wrong_values", True)
+        assert {p.name: p.read_bytes() for p in pack.iterdir() if p.is_file()} == files  # nothing saved
+        time.sleep(1.1)
+
+        assert httpx.post(f"{url}/v1/databases/demo/benchmarks", headers=editor).status_code == 202
+        again = wait_for_run(url, editor)
+        assert again["earlier"] == first["run"] and again["regressions"] == 0 and again["trial"] is None
+        listed = httpx.get(f"{url}/v1/databases/demo/benchmarks", headers=editor).json()["runs"]
+        assert [r["run"] for r in listed] == [again["run"], tried["run"], first["run"]]
+
+
+def test_benchmark_questions_are_entries_of_the_pack_and_their_gold_is_checked(tmp_path: Path, pack: Path) -> None:
+    with server(tmp_path, pack, auth=False) as (url, _):
+        view = httpx.get(f"{url}/v1/databases/demo/pack").json()
+        assert "benchmark.jsonl" in view["collections"]
+        refused = httpx.post(f"{url}/v1/databases/demo/pack/edits", json={
+            "add_to": "benchmark.jsonl", "value": {"question": "How many moons?", "sql": "SELECT COUNT(*) FROM moon"}})
+        assert refused.status_code == 422
+        assert f"{pack / 'benchmark.jsonl'}:1: sql: refused table moon" in refused.json()["error"]["message"]
+        added = httpx.post(f"{url}/v1/databases/demo/pack/edits", json={
+            "add_to": "benchmark.jsonl", "value": {"question": JAPAN_QUESTION, "sql": JAPAN_SQL}})
+        assert added.status_code == 200 and added.json()["entry"].startswith("benchmark.jsonl:q-")
+        assert entry(url, {}, added.json()["entry"])["kind"] == "benchmark_question"
+    assert json.loads((pack / "benchmark.jsonl").read_text()) == {"question": JAPAN_QUESTION, "sql": JAPAN_SQL}

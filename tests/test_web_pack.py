@@ -110,15 +110,29 @@ def test_the_benchmark_flags_the_answer_a_bad_edit_broke_and_a_score_can_be_over
         expect(row.locator("td").nth(1)).to_have_text("new")
         tab.wait_for_timeout(1100)  # runs are named by the second they start
 
+        semantic = (pack / "semantic.yaml").read_text()
         entry = open_entry(tab, "companies.company_count")
         definition = entry.get_by_label("Definition (JSON)")
         value = json.loads(definition.input_value())
         definition.fill(json.dumps({**value, "expr": value["expr"] + " + 1"}))
+        # Tried first: the benchmark runs the pack with the edit, which is not saved.
+        entry.get_by_role("button", name="Try on the benchmark").click()
+        expect(tab.get_by_role("tab", name="Benchmarks")).to_have_attribute("aria-selected", "true")
+        expect(tab.locator("#benchmarks-panel .notice-inline")).to_contain_text("that is not saved")
+        expect(tab.locator(".regressions")).to_contain_text(
+            f"1 answer right in the run before is not now: {japan['question']}")
+        assert (pack / "semantic.yaml").read_text() == semantic
+        tab.wait_for_timeout(1100)
+
+        # Saved all the same (the form kept it), and run: the same answer broken.
+        tab.get_by_role("tab", name="Pack").click()
         entry.get_by_role("button", name="Save").click()
         expect(tab.locator(".pack-history")).to_contain_text("companies.measures.company_count")
+        assert "COUNT(*) + 1" in (pack / "semantic.yaml").read_text()
 
         tab.get_by_role("tab", name="Benchmarks").click()
         tab.get_by_role("button", name="Run the benchmark").click()
+        expect(tab.locator("#benchmarks-panel .notice-inline")).to_have_count(0)
         expect(tab.locator(".regressions")).to_contain_text(
             f"1 answer right in the run before is not now: {japan['question']}")
         expect(row).to_have_class("broken")

@@ -19,15 +19,14 @@ Runs live in the pack's `benchmark-runs/` folder, one folder each, named by thei
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
-
 import datetime as dt
+import hashlib
 import json
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from groundsql.config import Settings
 from groundsql.errors import ConfigError
@@ -37,13 +36,12 @@ from groundsql.evaluation.runner import EvalRun, bank_from_items, load_records, 
 from groundsql.files import read_text, write_text_atomic
 from groundsql.jsonl import read_jsonl
 from groundsql.llm import LLM
-from groundsql.packs.load import load_pack
+from groundsql.packs.load import BENCHMARK_FILE, benchmark_questions, load_pack
 from groundsql.retrieval import Example
 
 __all__ = ["BENCHMARK_FILE", "RUNS_FOLDER", "Change", "benchmark_run", "changes", "last_run", "new_run_folder",
            "override", "pack_items", "run_summary"]
 
-BENCHMARK_FILE = "benchmark.jsonl"
 RUNS_FOLDER = "benchmark-runs"
 OVERRIDES_FILE = "overrides.jsonl"
 VERDICTS = ("right", "wrong")
@@ -58,15 +56,8 @@ def pack_items(folder: str | Path, db_url: str) -> list[EvalItem]:
     items = [EvalItem(_item_id("verified", e.question), db_id, db_url, e.question, e.sql, category="verified",
                       metadata={"held_out": True, "verified_by": e.verified_by, "verified_at": e.verified_at})
              for e in pack.bank if e.verified_by and not e.drafted]
-    added = folder / BENCHMARK_FILE
-    if added.is_file():
-        for number, raw in read_jsonl(added, "a benchmark question"):
-            question, sql = raw.get("question"), raw.get("sql")
-            for name, value in (("question", question), ("sql", sql)):
-                if not isinstance(value, str) or not value.strip():
-                    raise ConfigError(f"{added}:{number}: {name}: a non-empty text is required")
-            items.append(EvalItem(_item_id("added", question), db_id, db_url, question, sql,  # type: ignore[arg-type]
-                                  category="added"))
+    for question, sql in benchmark_questions(folder):
+        items.append(EvalItem(_item_id("added", question), db_id, db_url, question, sql, category="added"))
     if not items:
         raise ConfigError(f"{folder}: the pack has no verified queries (bank entries with verified_by, not "
                           f"drafted) and no {BENCHMARK_FILE}: nothing to benchmark")
@@ -131,23 +122,30 @@ def reason_of(record: dict[str, Any]) -> str:
 # -- runs -----------------------------------------------------------------------------------------
 
 
-RUN_NAME = re.compile(r"^[0-9]{8}-[0-9]{6}$")
+# A run is named by its start time; a trial of an edit not saved yet ends in -trial, and is
+# never the run a later one is compared with (it is not the pack as it is).
+RUN_NAME = re.compile(r"^[0-9]{8}-[0-9]{6}(-trial)?$")
+TRIAL_FILE = "trial.json"
 
 
-def new_run_folder(pack_folder: str | Path) -> Path:
-    return Path(pack_folder) / RUNS_FOLDER / f"{dt.datetime.now():%Y%m%d-%H%M%S}"
+def new_run_folder(pack_folder: str | Path, *, trial: bool = False) -> Path:
+    return Path(pack_folder) / RUNS_FOLDER / (f"{dt.datetime.now():%Y%m%d-%H%M%S}" + ("-trial" if trial else ""))
+
+
+def _compared(runs: Path) -> list[Path]:
+    return sorted(p for p in runs.glob("*") if p.is_dir() and not p.name.endswith("-trial")
+                  and results_file(p) is not None)
 
 
 def last_run(runs: Path, excluding: Path | None = None) -> Path | None:
-    """The latest run in `runs` that has results (runs are named by their start time)."""
-    done = sorted(p for p in runs.glob("*") if p.is_dir() and results_file(p) is not None
-                  and (excluding is None or p.resolve() != excluding.resolve()))
+    """The latest run of the pack as it was (not a trial) in `runs` that has results."""
+    done = [p for p in _compared(runs) if excluding is None or p.resolve() != excluding.resolve()]
     return done[-1] if done else None
 
 
 def last_run_before(runs: Path, run: str) -> Path | None:
-    """The run with results just before `run` (by name: start time)."""
-    done = sorted(p for p in runs.glob("*") if p.is_dir() and p.name < run and results_file(p) is not None)
+    """The run `run` is compared with: the latest run of the pack as it was that started before."""
+    done = [p for p in _compared(runs) if p.name[:15] < run[:15]]
     return done[-1] if done else None
 
 
@@ -206,7 +204,9 @@ def run_summary(run_folder: Path, earlier: Path | None) -> dict[str, Any]:
             "gold_sql": r.get("gold_sql"), "gold_error": r.get("gold_error"), "sql": r.get("pred_sql"),
             "error": r.get("error"), "override": r.get("override")})
     counted = [a for a in answers if not a["gold_error"]]
+    trial = run_folder / TRIAL_FILE
     return {"run": run_folder.name, "earlier": earlier.name if earlier else None, "answers": answers,
+            "trial": json.loads(read_text(trial)) if trial.is_file() else None,
             "right": sum(a["reason"] == "right" for a in counted), "counted": len(counted),
             "gold_failed": len(answers) - len(counted),
             "regressions": sum(a["regression"] for a in answers)}

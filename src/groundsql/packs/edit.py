@@ -10,6 +10,7 @@ by position, so an id stays right when another entry is added:
     semantic.yaml:tables.companies.measures.revenue  a field of the semantic model (dimensions,
                                                      time_dimensions, facts, measures, filters)
     bank.jsonl:q-1a2b3c4d5e                          a solved example or verified query, by its question
+    benchmark.jsonl:q-1a2b3c4d5e                     a benchmark question the team added, with its gold
 
 Each entry has a version (a hash of its value). An edit names the entry, the version it was
 made from and the new value (none: remove it), or a collection to add a value to. An edit of
@@ -47,18 +48,21 @@ from groundsql.config import SafetyConfig
 from groundsql.db import Database
 from groundsql.errors import ConfigError, DatabaseError, GroundsqlError, UnsafeSQLError
 from groundsql.files import read_text, write_text_atomic
-from groundsql.packs.load import BANK_FILE, PACK_FILE, SCHEMA_FILE, SEMANTIC_FILE, check_pack, load_pack
+from groundsql.packs.load import (BANK_FILE, BENCHMARK_FILE, PACK_FILE, SCHEMA_FILE, SEMANTIC_FILE,
+                                  benchmark_questions, check_pack, load_pack)
 from groundsql.safety import run_validated
 from groundsql.schema import Schema
 from groundsql.semantic.load import catalog_for, check_data
 
 __all__ = ["SECTIONS", "EditConflict", "Edit", "Entry", "Saved", "changed_fields", "checker", "collections", "entries",
-           "save"]
+           "save", "trial"]
 
 SECTIONS = ("dimensions", "time_dimensions", "facts", "measures", "filters")
 _RULES = {f"{PACK_FILE}:rules.schema_linking": ("rules", "schema_linking"),
           f"{PACK_FILE}:rules.generation": ("rules", "generation"),
           f"{SEMANTIC_FILE}:rules": ("rules",)}
+_FILES = (PACK_FILE, SCHEMA_FILE, SEMANTIC_FILE, BANK_FILE, BENCHMARK_FILE)
+_JSONL = (BANK_FILE, BENCHMARK_FILE)  # one entry a line, each with a question and its SQL
 _locks: dict[Path, threading.Lock] = {}
 _locks_lock = threading.Lock()
 
@@ -146,9 +150,11 @@ def entries(folder: str | Path) -> list[Entry]:
                     entry_id = f"{SEMANTIC_FILE}:tables.{table['name']}.{section}.{field['name']}"
                     found.append(_entry(entry_id, section[:-1], SEMANTIC_FILE, f"{table['name']}.{field['name']}",
                                         _plain(field)))
-    for entry_id, _, value in _bank_lines(folder):
+    for entry_id, _, value in _jsonl_lines(folder, BANK_FILE):
         kind = "verified_query" if value.get("verified_by") and not value.get("drafted") else "example"
         found.append(_entry(entry_id, kind, BANK_FILE, str(value.get("question", "")), value))
+    for entry_id, _, value in _jsonl_lines(folder, BENCHMARK_FILE):
+        found.append(_entry(entry_id, "benchmark_question", BENCHMARK_FILE, str(value.get("question", "")), value))
     return found
 
 
@@ -159,16 +165,17 @@ def collections(folder: str | Path) -> list[str]:
     if (folder / SEMANTIC_FILE).is_file():
         found += [f"{SEMANTIC_FILE}:tables.{t['name']}.{s}"
                   for t in _load(folder / SEMANTIC_FILE)[0].get("tables") or [] for s in SECTIONS]
-    return [*found, BANK_FILE]
+    return [*found, BANK_FILE, BENCHMARK_FILE]
 
 
 def _entry(entry_id: str, kind: str, file: str, title: str, value: Any) -> Entry:
     return Entry(entry_id, kind, file, title, value, version_of(value))
 
 
-def _bank_lines(folder: Path) -> list[tuple[str, int, dict[str, Any]]]:
-    """(id, line index, object) of each entry of bank.jsonl; a duplicate question gets -2, -3."""
-    path = folder / BANK_FILE
+def _jsonl_lines(folder: Path, file: str) -> list[tuple[str, int, dict[str, Any]]]:
+    """(id, line index, object) of each entry of bank.jsonl or benchmark.jsonl; a duplicate
+    question gets -2, -3."""
+    path = folder / file
     if not path.is_file():
         return []
     found, seen = [], {}  # type: ignore[var-annotated]
@@ -178,40 +185,58 @@ def _bank_lines(folder: Path) -> list[tuple[str, int, dict[str, Any]]]:
         try:
             value = json.loads(line)
         except ValueError as err:
-            raise ConfigError(f"{path}:{index + 1}: not a query-bank example ({err})") from None
-        stem = "q-" + hashlib.sha256(str(value.get("question", "")).strip().encode()).hexdigest()[:10]
+            raise ConfigError(f"{path}:{index + 1}: not a JSON object ({err})") from None
+        if not isinstance(value, dict):
+            raise ConfigError(f"{path}:{index + 1}: not a JSON object")
+        stem = _stem(value.get("question", ""))
         seen[stem] = seen.get(stem, 0) + 1
-        found.append((f"{BANK_FILE}:{stem}" + (f"-{seen[stem]}" if seen[stem] > 1 else ""), index, value))
+        found.append((f"{file}:{stem}" + (f"-{seen[stem]}" if seen[stem] > 1 else ""), index, value))
     return found
+
+
+def _stem(question: Any) -> str:
+    return "q-" + hashlib.sha256(str(question).strip().encode()).hexdigest()[:10]
 
 
 # -- saving ------------------------------------------------------------------------------------
 
 
 Check = Callable[[Path, dict[str, Any] | None], None]
-"""Checks a scratch copy of the pack (and a verified query's SQL, when one was edited);
-raises ConfigError naming file:line: field."""
+"""Checks a scratch copy of the pack, and the SQL of an edited line of bank.jsonl or
+benchmark.jsonl (its "_file" and "_line" say where); raises ConfigError naming file:line: field."""
 
 
 def save(folder: str | Path, edit: Edit, check: Check, *, editor: str = "") -> Saved:
     """Apply `edit` to the pack in `folder` if it is made from the entry as it is now and the
     pack with it passes `check`; else raise EditConflict or ConfigError and write nothing."""
     folder = Path(folder)
-    with _lock(folder):
-        current = {e.id: e for e in entries(folder)}
-        file, text, saved, bank_entry = _edited(folder, edit, current, editor)
-        with tempfile.TemporaryDirectory(prefix="groundsql-pack-") as scratch:
-            copy = Path(scratch)
-            for part in (PACK_FILE, SCHEMA_FILE, SEMANTIC_FILE, BANK_FILE):
-                if (folder / part).is_file():
-                    shutil.copyfile(folder / part, copy / part)
-            (copy / file).write_text(text, encoding="utf-8")
-            try:
-                check(copy, bank_entry)
-            except ConfigError as err:
-                raise ConfigError(str(err).replace(str(copy), str(folder))) from None
+    with _lock(folder), tempfile.TemporaryDirectory(prefix="groundsql-pack-") as scratch:
+        file, text, saved = _checked(folder, edit, check, editor, Path(scratch))
         write_text_atomic(folder / file, text)
         return saved
+
+
+def trial(folder: str | Path, edit: Edit, check: Check, into: Path, *, editor: str = "") -> Saved:
+    """The pack with `edit`, checked as `save` checks it, written to the folder `into`; the
+    pack's own files are untouched (a benchmark run of an edit before it is saved)."""
+    folder = Path(folder)
+    with _lock(folder):
+        return _checked(folder, edit, check, editor, Path(into))[2]
+
+
+def _checked(folder: Path, edit: Edit, check: Check, editor: str, copy: Path) -> tuple[str, str, Saved]:
+    """The pack with the edit written to `copy` and checked there: the file changed, its text."""
+    current = {e.id: e for e in entries(folder)}
+    file, text, saved, row = _edited(folder, edit, current, editor)
+    for part in _FILES:
+        if (folder / part).is_file():
+            shutil.copyfile(folder / part, copy / part)
+    (copy / file).write_text(text, encoding="utf-8")
+    try:
+        check(copy, row)
+    except ConfigError as err:
+        raise ConfigError(str(err).replace(str(copy), str(folder))) from None
+    return file, text, saved
 
 
 def _lock(folder: Path) -> threading.Lock:
@@ -221,7 +246,7 @@ def _lock(folder: Path) -> threading.Lock:
 
 def _edited(folder: Path, edit: Edit, current: dict[str, Entry],
             editor: str) -> tuple[str, str, Saved, dict[str, Any] | None]:
-    """The file the edit changes, its new text, what changed, and the bank entry to check."""
+    """The file the edit changes, its new text, what changed, and the line of JSONL to check."""
     if (edit.entry is None) == (edit.add_to is None):
         raise ConfigError("an edit names an entry to change or remove, or a collection to add to (add_to)")
     if edit.add_to is not None:
@@ -239,18 +264,18 @@ def _edited(folder: Path, edit: Edit, current: dict[str, Entry],
             raise EditConflict(f"{edit.entry}: changed since you opened it", old)
         file = old.file
     value = _stamped(edit.value, editor) if file == BANK_FILE else edit.value
-    if file == BANK_FILE:
-        text, new_id, bank_entry = _edited_bank(folder, old, value)
+    if file in _JSONL:
+        text, new_id, row = _edited_jsonl(folder, file, old, value)
     else:
         text, new_id = _edited_yaml(folder, file, edit.add_to, old, value)
-        bank_entry = None
+        row = None
     if new_id is not None and new_id in current and (old is None or new_id != old.id):
         raise ConfigError(f"{new_id}: the pack has that entry already (change it instead)")
     action = "added" if old is None else "removed" if value is None else "changed"
     after = None if value is None else json.loads(json.dumps(value))
     saved = Saved(new_id or (old.id if old else ""), action, file, old.value if old else None, after,
                   version_of(after) if after is not None else None)
-    return file, text, saved, bank_entry
+    return file, text, saved, row
 
 
 def _stamped(value: Any, editor: str) -> Any:
@@ -261,8 +286,9 @@ def _stamped(value: Any, editor: str) -> Any:
     return value
 
 
-def _edited_bank(folder: Path, old: Entry | None, value: Any) -> tuple[str, str | None, dict[str, Any] | None]:
-    path = folder / BANK_FILE
+def _edited_jsonl(folder: Path, file: str, old: Entry | None,
+                  value: Any) -> tuple[str, str | None, dict[str, Any] | None]:
+    path = folder / file
     lines = read_text(path).splitlines() if path.is_file() else []
     if value is not None:
         if not isinstance(value, dict):
@@ -275,7 +301,7 @@ def _edited_bank(folder: Path, old: Entry | None, value: Any) -> tuple[str, str 
         lines.append(line)
         number = len(lines)
     else:
-        index = next(i for entry_id, i, _ in _bank_lines(folder) if entry_id == old.id)
+        index = next(i for entry_id, i, _ in _jsonl_lines(folder, file) if entry_id == old.id)
         if value is None:
             del lines[index]
         else:
@@ -284,9 +310,9 @@ def _edited_bank(folder: Path, old: Entry | None, value: Any) -> tuple[str, str 
     text = "\n".join(lines) + ("\n" if lines else "")
     if value is None:
         return text, None, None
-    stem = "q-" + hashlib.sha256(value["question"].strip().encode()).hexdigest()[:10]
-    new_id = old.id if old is not None and old.id.startswith(f"{BANK_FILE}:{stem}") else f"{BANK_FILE}:{stem}"
-    return text, new_id, {**value, "_line": number}
+    stem = _stem(value["question"])
+    new_id = old.id if old is not None and old.id.startswith(f"{file}:{stem}") else f"{file}:{stem}"
+    return text, new_id, {**value, "_file": file, "_line": number}
 
 
 def _edited_yaml(folder: Path, file: str, add_to: str | None, old: Entry | None, value: Any) -> tuple[str, str | None]:
@@ -346,18 +372,20 @@ def _edited_yaml(folder: Path, file: str, add_to: str | None, old: Entry | None,
 def checker(db: Database, schema: Schema, safety: SafetyConfig) -> Check:
     """The checks a pack passes when it is loaded for `db`: the files' shapes, every table and
     column they name, the semantic model's expressions and its relationships' cardinality
-    against the data; and an edited bank entry's SQL validated and run."""
-    def check(folder: Path, bank_entry: dict[str, Any] | None) -> None:
+    against the data; and the SQL of an edited line of bank.jsonl or benchmark.jsonl validated
+    and run."""
+    def check(folder: Path, row: dict[str, Any] | None) -> None:
         pack = load_pack(folder)
         check_pack(pack, schema, folder)
         if pack.semantic is not None:
             catalog = catalog_for(pack.semantic, schema, pack.semantic_path, tuple(e.table for e in pack.entities))
             check_data(catalog, db, pack.semantic_path)
-        if bank_entry is not None:
+        benchmark_questions(folder)
+        if row is not None:
             try:
-                run_validated(db, bank_entry["sql"], safety)
+                run_validated(db, row["sql"], safety)
             except (UnsafeSQLError, DatabaseError) as err:
-                raise ConfigError(f"{folder / BANK_FILE}:{bank_entry['_line']}: sql: {err}") from None
+                raise ConfigError(f"{folder / row['_file']}:{row['_line']}: sql: {err}") from None
 
     return check
 

@@ -12,15 +12,18 @@ from pathlib import Path
 
 
 from groundsql.errors import ConfigError
+from groundsql.jsonl import read_jsonl
 from groundsql.packs.model import DomainPack, PackFile, SchemaDocs
 from groundsql.retrieval.bank import QueryBank
 from groundsql.schema.model import Schema
 from groundsql.semantic.load import SEMANTIC_FILE, load_semantic
 
-__all__ = ["BANK_FILE", "PACK_FILE", "SCHEMA_FILE", "SEMANTIC_FILE", "check_pack", "load_pack"]
+__all__ = ["BANK_FILE", "BENCHMARK_FILE", "PACK_FILE", "benchmark_questions", "SCHEMA_FILE", "SEMANTIC_FILE", "check_pack", "load_pack"]
 from groundsql.yamlfile import Where, line_of, read_model, read_yaml
 
 PACK_FILE, SCHEMA_FILE, BANK_FILE = "pack.yaml", "schema.yaml", "bank.jsonl"
+# The team's own benchmark questions with their gold SQL (evaluation/pack_benchmark.py).
+BENCHMARK_FILE = "benchmark.jsonl"
 
 
 
@@ -41,6 +44,21 @@ def load_pack(folder: str | Path) -> DomainPack:
     return DomainPack(name=head.name, description=head.description, schema_docs=docs,
                       references=head.references, entities=head.entities, rules=head.rules,
                       bank=bank, semantic=semantic, semantic_path=semantic_path if semantic else None)
+
+
+def benchmark_questions(folder: str | Path) -> list[tuple[str, str]]:
+    """The team's benchmark questions beside the pack (benchmark.jsonl), with their gold SQL."""
+    path = Path(folder) / BENCHMARK_FILE
+    if not path.is_file():
+        return []
+    found = []
+    for number, raw in read_jsonl(path, "a benchmark question"):
+        question, sql = raw.get("question"), raw.get("sql")
+        for name, value in (("question", question), ("sql", sql)):
+            if not isinstance(value, str) or not value.strip():
+                raise ConfigError(f"{path}:{number}: {name}: a non-empty text is required")
+        found.append((question, sql))
+    return found
 
 
 def check_pack(pack: DomainPack, schema: Schema, folder: str | Path) -> None:

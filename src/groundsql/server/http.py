@@ -227,13 +227,18 @@ class PackChange(BaseModel):
     note: str | None
 
 
+class BenchmarkRequest(_Strict):
+    edit: PackEditRequest | None = Field(None, description="Run the pack with this edit, not saved: a trial.")
+
+
 class BenchmarkRunInfo(BaseModel):
-    run: str
+    run: str = Field(description="Its start time; a trial of an unsaved edit ends in -trial.")
     earlier: str | None
     right: int
     counted: int = Field(description="Answers scored: a question whose gold fails to run is not counted.")
     gold_failed: int
     regressions: int = Field(description="Answers right in the run before and not in this one.")
+    trial: dict[str, Any] | None = Field(None, description="The unsaved edit a trial ran with (entry, action, by, after).")
 
 
 class BenchmarkRunning(BaseModel):
@@ -437,10 +442,7 @@ def create_app(service: Service) -> FastAPI:
         """Change, add or remove one entry; checked against the database before its file is
         written. 409 when the entry changed since `base` (the entry as it is now in the error),
         422 when the pack with the edit would not load (file, line and field in the message)."""
-        if body.remove == (body.value is not None):
-            raise ServiceError("give the entry's new value, or remove: true, not both")
-        saved = service.edit_pack(key, name, Edit(value=body.value, entry=body.entry, base=body.base,
-                                                  add_to=body.add_to), body.note)
+        saved = service.edit_pack(key, name, _edit(body), body.note)
         return PackEditResponse(entry=saved.entry, action=saved.action, file=saved.file, version=saved.version,
                                 value=saved.after)
 
@@ -452,9 +454,11 @@ def create_app(service: Service) -> FastAPI:
                 for c in service.pack_history(key, name, entry)]
 
     @app.post("/v1/databases/{name}/benchmarks", response_model=BenchmarkRunning, status_code=202)
-    def start_benchmark(name: str, key: Caller) -> BenchmarkRunning:
-        """Run the pack's benchmark in the background (an editor's key); poll the list."""
-        return BenchmarkRunning(**vars(service.start_benchmark(key, name)))
+    def start_benchmark(name: str, key: Caller, body: BenchmarkRequest | None = None) -> BenchmarkRunning:
+        """Run the pack's benchmark in the background (an editor's key); poll the list. With an
+        `edit`: a trial of the pack with it, checked as a save is, and not saved."""
+        edit = _edit(body.edit) if body is not None and body.edit is not None else None
+        return BenchmarkRunning(**vars(service.start_benchmark(key, name, edit)))
 
     @app.get("/v1/databases/{name}/benchmarks", response_model=BenchmarksView)
     def benchmarks(name: str, key: Caller) -> BenchmarksView:
@@ -482,6 +486,12 @@ def create_app(service: Service) -> FastAPI:
 
 
 # -- answers as JSON and as events ------------------------------------------------------------------
+
+
+def _edit(body: PackEditRequest) -> Edit:
+    if body.remove == (body.value is not None):
+        raise ServiceError("give the entry's new value, or remove: true, not both")
+    return Edit(value=body.value, entry=body.entry, base=body.base, add_to=body.add_to)
 
 
 def _ask_response(asked: Asked) -> AskResponse:

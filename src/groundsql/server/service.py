@@ -13,8 +13,11 @@ benchmark (evaluation/pack_benchmark.py) runs in the background on the service's
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
 import os
+import shutil
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -333,16 +336,8 @@ class Service:
         changed since `edit.base`, or when the pack with it fails the checks of a loaded pack."""
         served, folder = self._editable(key, name, edit.entry or f"add to {edit.add_to}")
         session = served.session
-        check = pack_edit.checker(session.db, session.schema, session.settings.safety)
-        target = edit.entry or edit.add_to
-        try:
-            saved = pack_edit.save(folder, edit, check, editor=_name(key) or "local")
-        except pack_edit.EditConflict as err:
-            self.state.audit([AuditEntry(_name(key), name, "pack", None, None, "refused", detail=f"{target}: {err}")])
-            raise self._conflict(name, edit, err) from None
-        except ConfigError as err:
-            self.state.audit([AuditEntry(_name(key), name, "pack", None, None, "refused", detail=f"{target}: {err}")])
-            raise InvalidEdit(f"not saved: {err}") from None
+        saved = self._checked_edit(key, name, edit, lambda check: pack_edit.save(
+            folder, edit, check, editor=_name(key) or "local"))
         self.state.add_pack_change(name, _name(key), saved.entry, saved.action, saved.file, saved.before,
                                    saved.after, saved.version, note)
         self.state.audit([AuditEntry(_name(key), name, "pack", None, None, "saved",
@@ -350,6 +345,20 @@ class Service:
         with served.lock:
             session.reload_pack()
         return saved
+
+    def _checked_edit(self, key: ApiKey | None, name: str, edit: pack_edit.Edit,
+                      apply: Callable[[pack_edit.Check], pack_edit.Saved]) -> pack_edit.Saved:
+        """`apply` (a save, or a trial) with the database's checks; a refusal audited and said."""
+        session = self.databases[name].session
+        target = edit.entry or edit.add_to
+        try:
+            return apply(pack_edit.checker(session.db, session.schema, session.settings.safety))
+        except pack_edit.EditConflict as err:
+            self.state.audit([AuditEntry(_name(key), name, "pack", None, None, "refused", detail=f"{target}: {err}")])
+            raise self._conflict(name, edit, err) from None
+        except ConfigError as err:
+            self.state.audit([AuditEntry(_name(key), name, "pack", None, None, "refused", detail=f"{target}: {err}")])
+            raise InvalidEdit(f"not saved: {err}") from None
 
     def _conflict(self, name: str, edit: pack_edit.Edit, err: pack_edit.EditConflict) -> Conflict:
         """What changed since the version the edit was made from, and who changed it."""
@@ -379,21 +388,41 @@ class Service:
 
     # -- the pack's benchmark --------------------------------------------------------------
 
-    def start_benchmark(self, key: ApiKey | None, name: str) -> Benchmarking:
+    def start_benchmark(self, key: ApiKey | None, name: str, edit: pack_edit.Edit | None = None) -> Benchmarking:
         """Run the pack's benchmark in the background on this database's model and strategy,
-        with the examples people confirmed; it holds one of the question slots until done."""
+        with the examples people confirmed; it holds one of the question slots until done.
+        With `edit`: a trial of the pack with that edit (checked as a save is), which is not
+        saved: so an edit that breaks an answer shows before it is shared."""
         served, folder = self._editable(key, name, "benchmark")
         with served.lock:
             if served.benchmark is not None and not served.benchmark.finished:
                 raise Conflict(f"a run of the benchmark is under way (started {served.benchmark.started_at})")
             session = served.session
+            scratch = Path(tempfile.mkdtemp(prefix="groundsql-trial-")) if edit is not None else None
             try:
+                tried = None if edit is None or scratch is None else self._checked_edit(
+                    key, name, edit, lambda check: pack_edit.trial(folder, edit, check, scratch,
+                                                                    editor=_name(key) or "local"))
                 run = pack_benchmark.benchmark_run(
-                    folder, session.db.url.render_as_string(hide_password=False), session.settings, served.strategy,
-                    llm=session.llm, learned=list(session.context.learned))
+                    scratch or folder, session.db.url.render_as_string(hide_password=False), session.settings,
+                    served.strategy, llm=session.llm, learned=list(session.context.learned),
+                    out_dir=pack_benchmark.new_run_folder(folder, trial=edit is not None))
             except ConfigError as err:
+                _remove(scratch)
                 raise ServiceError(str(err)) from None
-            self.take_slot()
+            except ServiceError:
+                _remove(scratch)
+                raise
+            if tried is not None:
+                run.out_dir.mkdir(parents=True, exist_ok=True)
+                (run.out_dir / pack_benchmark.TRIAL_FILE).write_text(json.dumps(
+                    {"entry": tried.entry, "action": tried.action, "by": _name(key) or "local", "after": tried.after},
+                    ensure_ascii=False), encoding="utf-8")
+            try:
+                self.take_slot()
+            except Busy:
+                _remove(scratch)
+                raise
             job = Benchmarking(run.out_dir.name, len(run.items), dt.datetime.now(dt.timezone.utc).isoformat(
                 timespec="seconds"), _name(key))
             served.benchmark = job
@@ -410,6 +439,7 @@ class Service:
                 job.error = str(err) or type(err).__name__
             finally:
                 run.close()
+                _remove(scratch)
                 self.release_slot()
                 job.finished = True
                 self.state.audit([AuditEntry(job.key_name, name, "pack", None, None,
@@ -428,7 +458,8 @@ class Service:
         listed = []
         for run in runs:
             summary = pack_benchmark.run_summary(run, pack_benchmark.last_run_before(run.parent, run.name))
-            listed.append({k: summary[k] for k in ("run", "earlier", "right", "counted", "gold_failed", "regressions")})
+            listed.append({k: summary[k] for k in ("run", "earlier", "right", "counted", "gold_failed", "regressions",
+                                                   "trial")})
         _, read_only = self.pack_folder(served)
         return {"database": name, "running": vars(served.benchmark) if served.benchmark else None, "runs": listed,
                 "may_run": read_only is None and (key is None or key.may_edit)}
@@ -461,6 +492,11 @@ class Service:
         for served in self.databases.values():
             served.session.close()
         self.state.close()
+
+
+def _remove(folder: Path | None) -> None:
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _name(key: ApiKey | None) -> str | None:

@@ -33,6 +33,7 @@ const state = {
   loaded: false,
   tab: "ask",
   schemaOf: null, // the database the schema panel shows
+  packOf: null, // the database the pack panel shows
   generation: 0, // a new conversation, database or key: answers still on their way are dropped
   epoch: 0, // a new key: whatever the old one was still reading is dropped
 };
@@ -113,6 +114,7 @@ function choose(name, keepConversation = false) {
   if (name) history.replaceState(null, "", `#db=${encodeURIComponent(name)}`);
   newConversation();
   state.schemaOf = null;
+  state.packOf = null;
   if (state.tab !== "ask") showTab(state.tab, false);
   askButton.disabled = !name;
 }
@@ -211,11 +213,19 @@ function showTab(name, focus = true) {
     state.schemaOf = database;
     showSchema(panels.schema, database, wanted).then((shown) => { if (!shown && wanted()) state.schemaOf = null; });
   }
-  // The pack and its benchmark are read afresh each time: another person may have changed them.
-  if ((name === "pack" || name === "benchmarks") && state.database) {
+  // The pack is read once per database, so an edit not saved yet stays while the person looks
+  // elsewhere (a save, or a change someone else made, is caught by the entry's version); the
+  // benchmark's runs afresh each time.
+  if (name === "pack" && state.database && state.packOf !== state.database) {
     const { database, epoch } = state;
-    const wanted = () => state.tab === name && state.database === database && state.epoch === epoch;
-    (name === "pack" ? showPack : showBenchmarks)(panels[name], database, wanted);
+    const wanted = () => state.packOf === database && state.epoch === epoch;
+    state.packOf = database;
+    showPack(panels.pack, database, wanted).then((shown) => { if (!shown && wanted()) state.packOf = null; });
+  }
+  if (name === "benchmarks" && state.database) {
+    const { database, epoch } = state;
+    showBenchmarks(panels.benchmarks, database, () => state.tab === name && state.database === database
+      && state.epoch === epoch);
   }
   if (name === "history") {
     showHistory(panels.history, continueConversation,
@@ -243,6 +253,7 @@ function restart() {
   state.loaded = false;
   newConversation();
   state.schemaOf = null;
+  state.packOf = null;
   clear(panels.schema);
   clear(panels.history);
   clear(panels.pack);
@@ -285,6 +296,8 @@ question.addEventListener("keydown", (event) => {
     $("ask-form").requestSubmit();
   }
 });
+// A panel may send the person to another tab (a trial of an edit, to its benchmark run).
+document.querySelector("main").addEventListener("show-tab", (event) => showTab(event.detail, false));
 for (const [name, tab] of Object.entries(tabs)) {
   tab.addEventListener("click", () => showTab(name));
   tab.addEventListener("keydown", onTabKey);

@@ -46,7 +46,8 @@ export async function showBenchmarks(panel, database, current, shownRun = null) 
   const runs = listed.runs.filter((r) => !running || r.run !== running.run);
   const chosen = shownRun && runs.some((r) => r.run === shownRun) ? shownRun : (runs[0] || {}).run;
   const picker = el("select", { id: uid("run"), on: { change: () => again(picker.value) } },
-    runs.map((r) => new Option(`${r.run}: ${r.right} of ${r.counted} right${r.regressions ? `, ${r.regressions} broken` : ""}`, r.run)));
+    runs.map((r) => new Option(`${r.run}: ${r.right} of ${r.counted} right${r.regressions ? `, ${r.regressions} broken` : ""}`
+      + (r.trial ? ` (trial of an unsaved edit of ${r.trial.entry})` : ""), r.run)));
   picker.value = chosen || "";
   fill(panel,
     el("h2", {}, `Benchmark of ${database}`),
@@ -74,6 +75,8 @@ async function showRun(box, database, run, mayScore, current, again) {
   const broken = found.answers.filter((a) => a.regression);
   const failed = found.answers.filter((a) => a.gold_error);
   fill(box,
+    found.trial ? el("p", { class: "notice-inline" }, `A trial: the pack with an edit by ${found.trial.by} of `,
+      el("code", {}, found.trial.entry), " that is not saved. Save it in the Pack tab to keep it.") : null,
     el("p", { class: "score" }, el("strong", {}, `${found.right} of ${found.counted} right`),
       found.earlier ? ` · compared with ${found.earlier}` : " · the first run"),
     broken.length ? el("p", { class: "regressions", role: "alert" },

@@ -11,6 +11,7 @@ const GROUPS = [
   ["verified_query", "Verified queries"], ["example", "Solved examples"], ["measure", "Measures"],
   ["dimension", "Dimensions"], ["time_dimension", "Time dimensions"], ["fact", "Facts"],
   ["filter", "Named filters"], ["rules", "Rules"], ["table", "Table descriptions"],
+  ["benchmark_question", "Added to the benchmark"],
 ];
 const SEMANTIC = new Set(["measure", "dimension", "time_dimension", "fact", "filter"]);
 
@@ -32,7 +33,8 @@ export async function showPack(panel, database, current, opened = null) {
   const context = { database, editable: pack.may_edit, again };
   const groups = GROUPS.map(([kind, title]) => {
     const items = pack.entries.filter((e) => e.kind === kind);
-    const adder = kind === "verified_query" && pack.may_edit ? addVerifiedQuery(context) : null;
+    const adder = !pack.may_edit ? null : kind === "verified_query" ? addVerifiedQuery(context)
+      : kind === "benchmark_question" ? addBenchmarkQuestion(context) : null;
     if (!items.length && !adder) return null;
     return el("section", { class: "pack-group", "aria-label": title },
       el("h3", {}, `${title} `, el("span", { class: "meta" }, `(${items.length})`)), adder,
@@ -105,6 +107,27 @@ function entryView(entry, context, message) {
     send({ entry: entry.id, base, value });
   }
 
+  // The edit on the pack's benchmark, not saved: the Benchmarks tab shows the trial's run.
+  async function tryIt() {
+    let value;
+    try {
+      value = form.value();
+    } catch (error) {
+      fill(problem, el("p", {}, error.message));
+      return;
+    }
+    fill(problem);
+    status.textContent = "Checking against the database…";
+    try {
+      await call("POST", at`/v1/databases/${context.database}/benchmarks`, { edit: { entry: entry.id, base, value } });
+      status.textContent = "The benchmark is running with this edit; it is not saved.";
+      details.dispatchEvent(new CustomEvent("show-tab", { bubbles: true, detail: "benchmarks" }));
+    } catch (error) {
+      status.textContent = "";
+      fill(problem, el("p", {}, `${error.message}.`));
+    }
+  }
+
   const remove = el("button", { type: "button", class: "quiet", on: { click: () => {
     if (!removing) {
       removing = true;
@@ -119,6 +142,7 @@ function entryView(entry, context, message) {
     el("form", { class: "entry-form", on: { submit: (event) => { event.preventDefault(); save(); } } },
       form.fields,
       context.editable ? el("div", { class: "actions" }, el("button", { type: "submit", class: "primary" }, "Save"),
+        el("button", { type: "button", on: { click: tryIt } }, "Try on the benchmark"),
         entry.kind === "rules" ? null : remove) : null),
     status, problem);
   if (!context.editable) for (const field of details.querySelectorAll("input, textarea")) field.readOnly = true;
@@ -139,6 +163,7 @@ function entryForm(entry) {
   if (entry.kind === "rules") return rulesForm(entry.value);
   if (entry.kind === "table") return tableForm(entry.value);
   if (SEMANTIC.has(entry.kind)) return fieldForm(entry.value);
+  if (entry.kind === "benchmark_question") return goldForm(entry.value);
   return queryForm(entry.value, entry.kind === "verified_query");
 }
 
@@ -244,6 +269,16 @@ function queryForm(value, verified) {
   };
 }
 
+// A question of the team's benchmark with its gold SQL.
+function goldForm(value) {
+  const question = textInput(value.question);
+  const sql = textArea(value.sql, 4, true);
+  return {
+    fields: [field("Asked as", question), field("Gold SQL", sql)],
+    value: () => ({ ...value, question: question.value.trim(), sql: sql.value.trim() }),
+  };
+}
+
 // -- adding -------------------------------------------------------------------------------------------
 
 function addForm(title, fields, value, addTo, context) {
@@ -268,6 +303,11 @@ function addForm(title, fields, value, addTo, context) {
 function addVerifiedQuery(context) {
   const form = queryForm({}, true);
   return addForm("Add a verified query", form.fields, form.value, () => "bank.jsonl", context);
+}
+
+function addBenchmarkQuestion(context) {
+  const form = goldForm({});
+  return addForm("Add a benchmark question", form.fields, form.value, () => "benchmark.jsonl", context);
 }
 
 function addField(context, collections) {
