@@ -168,4 +168,33 @@ def test_a_confirmed_answer_is_shown_to_the_compiled_path_as_a_solved_request(de
            '"where": [{"field": "country", "value": "Norway"}]}' in shown, shown
     assert "really?" not in shown
     learned = next(s for s in answer.steps if s.name == "learned examples")
-    assert learned.detail == {"confirmed": 2, "as_requests": 1}
+    assert learned.detail == {"confirmed": 2, "as_requests": 1, "as_verified_queries": 0}
+
+
+STAFF = ("SELECT COUNT(DISTINCT cp.person_id) AS people FROM company_professional AS cp JOIN company AS c "
+         "ON cp.company_id = c.company_id WHERE c.company_name = '{}'")
+
+
+@pytest.mark.parametrize("verified_by", ["ann", ""])
+def test_an_answer_an_editor_confirmed_answers_the_next_like_question_as_a_verified_query(demo, verified_by) -> None:
+    """Its question names a value its SQL holds (the company): a question like it about another
+    company is answered by its SQL with that company, trusted, without the model. Confirmed by
+    a reader (no verified_by), it is only a solved example."""
+    import groundsql
+
+    llm = Scripted(json.dumps({"select": ["company_count"], "where": []}))
+    with groundsql.connect(llm=llm, settings=Settings.model_validate({"grounded": {"embeddings": False}})) as session:
+        session.learn("How many people work as executives or directors at Northwind Logistics Inc.?",
+                      STAFF.format("Northwind Logistics Inc."), verified_by=verified_by, verified_at="2026-12-07")
+        answer = session.ask("How many people work as executives or directors at Helios Energy AG?",
+                             strategy="compiled")
+        want = session.run_sql(STAFF.format("Helios Energy AG")).rows
+    learned = next(s for s in answer.steps if s.name == "learned examples")
+    if verified_by:
+        assert answer.grounds["path"] == "verified" and answer.rows == want and not llm.requests
+        assert answer.grounds["verified_query"]["verified_by"] == "ann"
+        assert answer.grounds["verified_query"]["values"] == {"entity": "Helios Energy AG"}
+        assert learned.detail["as_verified_queries"] == 1
+    else:
+        assert answer.grounds["path"] == "semantic" and llm.requests
+        assert learned.detail["as_verified_queries"] == 0

@@ -285,3 +285,24 @@ def test_benchmark_questions_are_entries_of_the_pack_and_their_gold_is_checked(t
         assert added.status_code == 200 and added.json()["entry"].startswith("benchmark.jsonl:q-")
         assert entry(url, {}, added.json()["entry"])["kind"] == "benchmark_question"
     assert json.loads((pack / "benchmark.jsonl").read_text()) == {"question": JAPAN_QUESTION, "sql": JAPAN_SQL}
+
+
+@pytest.mark.parametrize("role", ["editor", "reader"])
+def test_an_editors_correction_is_trusted_for_like_questions_and_a_readers_is_an_example(
+        tmp_path: Path, pack: Path, role: str) -> None:
+    staff = ("SELECT COUNT(DISTINCT cp.person_id) AS people FROM company_professional AS cp JOIN company AS c "
+             "ON cp.company_id = c.company_id WHERE c.company_name = '{}'")
+    with server(tmp_path, pack, answer={"select": ["company_count"], "where": []}) as (url, service):
+        key = bearer(service.state.add_key("kim", [], role))
+        asked = httpx.post(f"{url}/v1/ask", headers=key, json={
+            "database": "demo", "question": "How many people work as executives or directors at Northwind Logistics Inc.?"})
+        given = httpx.post(f"{url}/v1/feedback", headers=key, json={
+            "answer_id": asked.json()["answer_id"], "verdict": "wrong",
+            "corrected_sql": staff.format("Northwind Logistics Inc.")})
+        assert given.status_code == 200 and given.json()["learned"]
+        like = httpx.post(f"{url}/v1/ask", headers=key, json={
+            "database": "demo", "question": "How many people work as executives or directors at Helios Energy AG?"}).json()
+    if role == "editor":
+        assert like["grounds"]["path"] == "verified" and like["grounds"]["verified_query"]["verified_by"] == "kim"
+    else:
+        assert like["grounds"]["path"] == "semantic"

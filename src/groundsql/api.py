@@ -135,15 +135,17 @@ class Session:
 
         return ground_values(phrase, self.context)
 
-    def learn(self, question: str, sql: str) -> Example:
+    def learn(self, question: str, sql: str, *, verified_by: str = "", verified_at: str = "") -> Example:
         """Keep a confirmed answer as a solved example: it is validated and run like any other
-        SQL (a refusal or an error raises), and retrieval uses it from the next question on."""
+        SQL (a refusal or an error raises), and retrieval uses it from the next question on.
+        `verified_by`: the editor who confirmed it; the compiled path then also answers a
+        question like it with other values by its SQL (compiled.learned_verified)."""
         if not question.strip():
             raise ValueError("the question is empty")
         from groundsql.safety import run_validated
 
         checked, _ = run_validated(self.db, sql, self.settings.safety)
-        example = Example(question.strip(), checked.sql)
+        example = Example(question.strip(), checked.sql, verified_by=verified_by, verified_at=verified_at)
         self.context.learn(example)
         return example
 

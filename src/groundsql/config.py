@@ -175,6 +175,9 @@ class CompiledConfig(_Frozen):
     # How alike a question and a verified query's question must read, their values masked
     # (semantic/verified.py; measured in BENCHMARKS.md).
     verified_threshold: float = Field(0.9, gt=0.0, le=1.0)
+    # An answer an editor confirmed (feedback) whose question names values its SQL holds is a
+    # verified query too, from the next question on (measured in BENCHMARKS.md, "Learning").
+    learned_verified: bool = True
     fallback: bool = True  # the grounded pipeline when no request fits; off: say why instead
     # A semantic model with more fields is shown in part: the logical tables each question
     # speaks of, at most `scope_tables` (semantic/scope.py; a warehouse's thousands of fields

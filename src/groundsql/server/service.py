@@ -226,12 +226,15 @@ class Service:
     def _learn_new_examples(self, served: Served) -> None:
         """Give the session the examples confirmed since it last looked (by any server)."""
         with served.lock:
-            for example_id, question, sql in self.state.examples_since(served.name, served.examples_seen):
+            for found in self.state.examples_since(served.name, served.examples_seen):
+                # An editor's confirmation (or the local user's, without keys) verifies it.
+                by = (found["key_name"] or "local") if found["key_name"] is None or found["role"] == "editor" else ""
                 try:
-                    served.session.learn(question, sql)  # validated and run again, here
+                    served.session.learn(found["question"], found["sql"], verified_by=by,  # validated and run again
+                                         verified_at=found["created_at"].date().isoformat() if by else "")
                 except (GroundsqlError, ValueError) as err:
-                    log.warning("example %d of %s is not used: %s", example_id, served.name, err)
-                served.examples_seen = example_id
+                    log.warning("example %d of %s is not used: %s", found["id"], served.name, err)
+                served.examples_seen = found["id"]
 
     def run_sql(self, key: ApiKey | None, name: str, sql: str) -> tuple[ValidatedSQL, QueryResult]:
         served = self.database(key, name)

@@ -289,12 +289,16 @@ class StateStore:
                                                       feedback_id=feedback_id, created_at=_now()))
         return int(feedback_id)
 
-    def examples_since(self, database: str, after_id: int) -> list[tuple[int, str, str]]:
+    def examples_since(self, database: str, after_id: int) -> list[dict[str, Any]]:
+        """The examples confirmed after `after_id`, each with who confirmed it, that key's role
+        (None: the key is gone, or none was needed) and when."""
+        query = (sa.select(examples.c.id, examples.c.question, examples.c.sql, examples.c.created_at,
+                           feedback.c.key_name, api_keys.c.role)
+                 .select_from(examples.outerjoin(feedback, examples.c.feedback_id == feedback.c.id)
+                              .outerjoin(api_keys, feedback.c.key_name == api_keys.c.name))
+                 .where(examples.c.database == database, examples.c.id > after_id).order_by(examples.c.id))
         with self.engine.connect() as conn:
-            rows = conn.execute(sa.select(examples.c.id, examples.c.question, examples.c.sql)
-                                .where(examples.c.database == database, examples.c.id > after_id)
-                                .order_by(examples.c.id)).all()
-        return [tuple(row) for row in rows]  # type: ignore[misc]
+            return [dict(row) for row in conn.execute(query).mappings().all()]
 
     # -- pack edits --------------------------------------------------------------------------
 

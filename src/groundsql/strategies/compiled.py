@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic import ValidationError
@@ -32,7 +32,7 @@ from groundsql.semantic.render import render_catalog
 from groundsql.semantic.request import Request, as_asked, request_schema, unjoined_filters
 from groundsql.semantic.scope import Scope, scoped
 from groundsql.semantic.terms import Terms, terms_of
-from groundsql.semantic.verified import Mention, find_mentions, match_template, parameter_mentions
+from groundsql.semantic.verified import Mention, find_mentions, infer_params, match_template, parameter_mentions
 from groundsql.strategies.answer import Answer, Clarification, Trace
 from groundsql.strategies.clarify import ask_back, last_year_of
 from groundsql.strategies.context import Context, parse_json
@@ -164,27 +164,48 @@ def _semantic(ctx: Context, domain: Any, trace: Trace) -> _Semantic | None:
 def _with_learned(ctx: Context, semantic: _Semantic, trace: Trace) -> _Semantic:
     """The examples people confirmed since (feedback), each read back into a request
     (semantic/decompile.py: kept only where the compiled request gives the SQL's rows), among
-    the solved examples the model is shown: a confirmed answer teaches the compiled path too."""
-    from dataclasses import replace
-
+    the solved examples the model is shown: a confirmed answer teaches the compiled path too.
+    One confirmed by an editor whose question names values its SQL holds (a name, a year, a
+    label) is also a verified query: a later question like it, with other values, is answered
+    by its SQL, trusted, as the pack's verified queries are."""
     from groundsql.semantic.decompile import verified_request
 
     new = ctx.learned[semantic.learned:]
     if not new:
         return semantic
     with trace.step("learned examples") as step:
-        read = []
+        read, templates, mentions = [], list(semantic.templates), dict(semantic.template_mentions)
         for example in new:  # a question and the SQL a person confirmed (Session.learn): no request
             request = verified_request(example.sql, semantic.catalog, ctx.db)
-            if request is None:
-                continue
-            if request.limit == ctx.settings.safety.default_limit:
-                request = request.model_copy(update={"limit": None})  # the validator's LIMIT, not the question's
-            read.append(replace(example, request=request.to_json()))
-        step.update(confirmed=len(new), as_requests=len(read))
-    semantic = replace(semantic, examples=semantic.examples.extended(read), learned=len(ctx.learned))
+            if request is not None:
+                if request.limit == ctx.settings.safety.default_limit:
+                    request = request.model_copy(update={"limit": None})  # the validator's LIMIT, not the question's
+                read.append(replace(example, request=request.to_json()))
+            template = _learned_template(ctx, semantic, example)
+            if template is not None:
+                mentions[len(templates)] = template[1]
+                templates.append(template[0])
+        step.update(confirmed=len(new), as_requests=len(read),
+                    as_verified_queries=len(templates) - len(semantic.templates))
+    semantic = replace(semantic, examples=semantic.examples.extended(read), templates=tuple(templates),
+                       template_mentions=mentions, learned=len(ctx.learned))
     ctx.resources["compiled"] = semantic
     return semantic
+
+
+def _learned_template(ctx: Context, semantic: _Semantic, example: Example) -> tuple[Example, list[Mention]] | None:
+    """A confirmed example as a verified query, with the parameters its question and SQL share;
+    None when it was not confirmed by an editor, names no value of its SQL, or is off."""
+    domain = ctx.resources.get("grounded")
+    if not example.verified_by or not ctx.settings.compiled.learned_verified or domain is None:
+        return None
+    labels = frozenset(ref.label.lower() for ref in domain.pack.references)
+    params = infer_params(example.question, example.sql, ctx.db.dialect, labels)
+    if not params:
+        return None
+    template = replace(example, params=params)
+    found = _question_mentions(template, domain, semantic.labels)
+    return (template, found) if found is not None else None
 
 
 def _labels(ctx: Context, pack: Any) -> tuple[tuple[str, str], ...]:
