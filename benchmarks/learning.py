@@ -91,8 +91,8 @@ def variants(items: list[EvalItem], db: Database, seed: int) -> list[EvalItem]:
                     break
         rows = db.execute(item.gold_sql).rows
         for value in others[:12]:
-            sql = fill(item.gold_sql, params, {param.name: value}, db.dialect)
             try:
+                sql = fill(item.gold_sql, params, {**{p.name: p.value for p in params}, param.name: value}, db.dialect)
                 got = db.execute(sql).rows
             except Exception:  # a value the query cannot take: try the next
                 continue

@@ -306,3 +306,24 @@ def test_an_editors_correction_is_trusted_for_like_questions_and_a_readers_is_an
         assert like["grounds"]["path"] == "verified" and like["grounds"]["verified_query"]["verified_by"] == "kim"
     else:
         assert like["grounds"]["path"] == "semantic"
+
+
+def test_a_wrong_answer_an_editor_confirmed_shows_in_the_benchmark_as_what_broke(tmp_path: Path, pack: Path) -> None:
+    """The benchmark runs with the examples people confirmed: a wrong correction of a question
+    shaped like a benchmark question answers that one wrongly, flagged, and says whose it was."""
+    (pack / "benchmark.jsonl").write_text(json.dumps({"question": JAPAN_QUESTION, "sql": JAPAN_SQL}) + "\n")
+    with server(tmp_path, pack) as (url, service):
+        editor = bearer(service.state.add_key("kim", [], "editor"))
+        assert httpx.post(f"{url}/v1/databases/demo/benchmarks", headers=editor).status_code == 202
+        first = wait_for_run(url, editor)
+        assert next(a for a in first["answers"] if a["question"] == JAPAN_QUESTION)["reason"] == "right"
+        time.sleep(1.1)
+        asked = httpx.post(f"{url}/v1/ask", headers=editor, json={
+            "database": "demo", "question": "How many companies are headquartered in Germany?"})
+        wrong = JAPAN_SQL.replace("COUNT(*)", "COUNT(*) + 1").replace("'Japan'", "'Germany'")
+        assert httpx.post(f"{url}/v1/feedback", headers=editor, json={
+            "answer_id": asked.json()["answer_id"], "verdict": "wrong", "corrected_sql": wrong}).status_code == 200
+        assert httpx.post(f"{url}/v1/databases/demo/benchmarks", headers=editor).status_code == 202
+        second = wait_for_run(url, editor)
+    japan = next(a for a in second["answers"] if a["question"] == JAPAN_QUESTION)
+    assert (japan["reason"], japan["regression"], japan["verified_by"]) == ("wrong_values", True, "kim")

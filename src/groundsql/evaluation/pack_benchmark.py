@@ -202,7 +202,9 @@ def run_summary(run_folder: Path, earlier: Path | None) -> dict[str, Any]:
             "reason": reason, "model_reason": r.get("reason", ""), "before": before.get(r["item_id"], ""),
             "regression": before.get(r["item_id"]) == "right" and not failed and reason != "right",
             "gold_sql": r.get("gold_sql"), "gold_error": r.get("gold_error"), "sql": r.get("pred_sql"),
-            "error": r.get("error"), "override": r.get("override")})
+            "error": r.get("error"), "override": r.get("override"),
+            # A verified query (the pack's, or an answer an editor confirmed) answered it: whose.
+            "verified_by": ((r.get("grounds") or {}).get("verified_query") or {}).get("verified_by")})
     counted = [a for a in answers if not a["gold_error"]]
     trial = run_folder / TRIAL_FILE
     return {"run": run_folder.name, "earlier": earlier.name if earlier else None, "answers": answers,

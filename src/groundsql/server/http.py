@@ -273,6 +273,8 @@ class BenchmarkAnswer(BaseModel):
     sql: str | None
     error: str | None
     override: dict[str, Any] | None
+    verified_by: str | None = Field(None, description="Who verified the verified query that answered it (the pack's, "
+                                                      "or an answer an editor confirmed).")
 
 
 class BenchmarkRunView(BenchmarkRunInfo):

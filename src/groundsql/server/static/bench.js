@@ -96,6 +96,7 @@ function answerRow(answer, database, run, mayScore, again) {
     el("summary", {}, "Details"),
     answer.gold_error ? el("p", { class: "error" }, `The gold SQL failed: ${answer.gold_error}`) : null,
     answer.error ? el("p", { class: "error" }, answer.error) : null,
+    answer.verified_by ? el("p", {}, `Answered by a verified query, verified by ${answer.verified_by}.`) : null,
     el("p", { class: "meta" }, "Answer:"), el("pre", { class: "raw" }, answer.sql || "(no SQL)"),
     el("p", { class: "meta" }, "Gold:"), el("pre", { class: "raw" }, answer.gold_sql || ""),
     answer.override ? el("p", {}, `Scored ${answer.override.verdict} by ${answer.override.by}: ${answer.override.note} `,
