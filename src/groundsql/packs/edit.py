@@ -48,6 +48,7 @@ from groundsql.config import SafetyConfig
 from groundsql.db import Database
 from groundsql.errors import ConfigError, DatabaseError, GroundsqlError, UnsafeSQLError
 from groundsql.files import read_text, write_text_atomic
+from groundsql.jsonl import read_jsonl
 from groundsql.packs.load import (BANK_FILE, BENCHMARK_FILE, PACK_FILE, SCHEMA_FILE, SEMANTIC_FILE,
                                   benchmark_questions, check_pack, load_pack)
 from groundsql.safety import run_validated
@@ -179,18 +180,10 @@ def _jsonl_lines(folder: Path, file: str) -> list[tuple[str, int, dict[str, Any]
     if not path.is_file():
         return []
     found, seen = [], {}  # type: ignore[var-annotated]
-    for index, line in enumerate(read_text(path).splitlines()):
-        if not line.strip():
-            continue
-        try:
-            value = json.loads(line)
-        except ValueError as err:
-            raise ConfigError(f"{path}:{index + 1}: not a JSON object ({err})") from None
-        if not isinstance(value, dict):
-            raise ConfigError(f"{path}:{index + 1}: not a JSON object")
+    for number, value in read_jsonl(path, "an entry (a JSON object)"):
         stem = _stem(value.get("question", ""))
         seen[stem] = seen.get(stem, 0) + 1
-        found.append((f"{file}:{stem}" + (f"-{seen[stem]}" if seen[stem] > 1 else ""), index, value))
+        found.append((f"{file}:{stem}" + (f"-{seen[stem]}" if seen[stem] > 1 else ""), number - 1, value))
     return found
 
 

@@ -96,26 +96,25 @@ function entryView(entry, context, message) {
     }
   }
 
-  function save() {
-    let value;
+  // The entry as the form says, or undefined with why not (JSON that does not parse).
+  function formValue() {
     try {
-      value = form.value();
+      return form.value();
     } catch (error) {
       fill(problem, el("p", {}, error.message));
-      return;
+      return undefined;
     }
-    send({ entry: entry.id, base, value });
+  }
+
+  function save() {
+    const value = formValue();
+    if (value !== undefined) send({ entry: entry.id, base, value });
   }
 
   // The edit on the pack's benchmark, not saved: the Benchmarks tab shows the trial's run.
   async function tryIt() {
-    let value;
-    try {
-      value = form.value();
-    } catch (error) {
-      fill(problem, el("p", {}, error.message));
-      return;
-    }
+    const value = formValue();
+    if (value === undefined) return;
     fill(problem);
     status.textContent = "Checking against the database…";
     try {
