@@ -104,6 +104,27 @@ def test_saving_an_entry_of_each_kind_unchanged_leaves_every_file_as_it_was(pack
     assert {p.name: p.read_bytes() for p in pack.iterdir()} == before
 
 
+def test_an_edit_waits_while_another_process_edits_the_same_pack(pack: Path) -> None:
+    """Several servers may share one pack folder: an edit holds a lock on the folder itself,
+    and another's waits for it (here the other is a second handle, as another process's is)."""
+    import fcntl
+    import os
+    import threading
+
+    found = next(e for e in entries(pack) if e.id == COMPANY)
+    edit = Edit(entry=COMPANY, base=found.version, value={**found.value, "synonyms": ["firm"]})
+    other = os.open(pack, os.O_RDONLY)
+    fcntl.flock(other, fcntl.LOCK_EX)
+    done: list[object] = []
+    saving = threading.Thread(target=lambda: done.append(save(pack, edit, lambda *_: None)))
+    saving.start()
+    saving.join(timeout=1.0)
+    assert done == [] and "synonyms: [firm]\n" not in (pack / "semantic.yaml").read_text()
+    os.close(other)  # the other is done
+    saving.join(timeout=30)
+    assert len(done) == 1 and "synonyms: [firm]\n" in (pack / "semantic.yaml").read_text()
+
+
 def test_a_broken_edit_is_refused_with_file_line_entry_and_field_and_nothing_is_written(tmp_path: Path,
                                                                                        pack: Path) -> None:
     files = {p.name: p.read_bytes() for p in pack.iterdir()}

@@ -26,17 +26,20 @@ bank.jsonl every other line is kept byte for byte.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import difflib
+import fcntl
 import hashlib
 import io
 import itertools
 import json
+import os
 import shutil
 import tempfile
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -203,7 +206,7 @@ def save(folder: str | Path, edit: Edit, check: Check, *, editor: str = "") -> S
     """Apply `edit` to the pack in `folder` if it is made from the entry as it is now and the
     pack with it passes `check`; else raise EditConflict or ConfigError and write nothing."""
     folder = Path(folder)
-    with _lock(folder), tempfile.TemporaryDirectory(prefix="groundsql-pack-") as scratch:
+    with _locked(folder), tempfile.TemporaryDirectory(prefix="groundsql-pack-") as scratch:
         file, text, saved = _checked(folder, edit, check, editor, Path(scratch))
         write_text_atomic(folder / file, text)
         return saved
@@ -213,7 +216,7 @@ def trial(folder: str | Path, edit: Edit, check: Check, into: Path, *, editor: s
     """The pack with `edit`, checked as `save` checks it, written to the folder `into`; the
     pack's own files are untouched (a benchmark run of an edit before it is saved)."""
     folder = Path(folder)
-    with _lock(folder):
+    with _locked(folder):
         return _checked(folder, edit, check, editor, Path(into))[2]
 
 
@@ -232,9 +235,19 @@ def _checked(folder: Path, edit: Edit, check: Check, editor: str, copy: Path) ->
     return file, text, saved
 
 
-def _lock(folder: Path) -> threading.Lock:
+@contextlib.contextmanager
+def _locked(folder: Path) -> Iterator[None]:
+    """One edit of a pack at a time: among this process's threads, and among processes (several
+    `groundsql serve` behind a load balancer, one pack folder) by a lock on the folder itself."""
     with _locks_lock:
-        return _locks.setdefault(folder.resolve(), threading.Lock())
+        lock = _locks.setdefault(folder.resolve(), threading.Lock())
+    with lock:
+        handle = os.open(folder, os.O_RDONLY)
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX)  # released when the handle closes
+            yield
+        finally:
+            os.close(handle)
 
 
 def _edited(folder: Path, edit: Edit, current: dict[str, Entry],
