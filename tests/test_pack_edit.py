@@ -142,13 +142,17 @@ def test_a_broken_edit_is_refused_with_file_line_entry_and_field_and_nothing_is_
         refused = httpx.post(f"{url}/v1/databases/demo/pack/edits", json={"add_to": "bank.jsonl", "value": wrong_sql})
         assert refused.status_code == 422
         assert f"{pack / 'bank.jsonl'}:3: sql: refused table planets" in refused.json()["error"]["message"]
+        not_text = httpx.post(f"{url}/v1/databases/demo/pack/edits",
+                              json={"add_to": "bank.jsonl", "value": {"question": "How many?", "sql": 5}})
+        assert not_text.status_code == 422
+        assert f"{pack / 'bank.jsonl'}:3: 'sql' must be text, found int" in not_text.json()["error"]["message"]
         not_a_field = httpx.post(f"{url}/v1/databases/demo/pack/edits",
                                  json={"entry": COMPANY, "base": entry(url, {}, COMPANY)["version"],
                                        "value": {"name": "company", "expr": "company_name", "colour": "red"}})
         assert not_a_field.status_code == 422 and "colour: Extra inputs are not permitted" in \
             not_a_field.json()["error"]["message"]
         refusals = [r for r in service.state.audit_rows() if r["kind"] == "pack"]
-        assert [r["verdict"] for r in refusals] == ["refused"] * 3
+        assert [r["verdict"] for r in refusals] == ["refused"] * 4
     assert {p.name: p.read_bytes() for p in pack.iterdir()} == files
 
 

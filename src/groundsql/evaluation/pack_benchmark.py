@@ -132,6 +132,12 @@ def new_run_folder(pack_folder: str | Path, *, trial: bool = False) -> Path:
     return Path(pack_folder) / RUNS_FOLDER / (f"{dt.datetime.now():%Y%m%d-%H%M%S}" + ("-trial" if trial else ""))
 
 
+def write_trial(run_folder: Path, edit: dict[str, Any]) -> None:
+    """Mark a run as a trial of an edit not saved (what run_summary reads back)."""
+    run_folder.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(run_folder / TRIAL_FILE, json.dumps(edit, ensure_ascii=False))
+
+
 def _compared(runs: Path) -> list[Path]:
     return sorted(p for p in runs.glob("*") if p.is_dir() and not p.name.endswith("-trial")
                   and results_file(p) is not None)

@@ -299,9 +299,7 @@ def _edited_jsonl(folder: Path, file: str, old: Entry | None,
     if value is not None:
         if not isinstance(value, dict):
             raise ConfigError(f"{path}: an entry is a JSON object with question and sql")
-        for name in ("question", "sql"):
-            if not isinstance(value.get(name), str) or not value[name].strip():
-                raise ConfigError(f"{path}: {name}: a non-empty text is required")
+        # Its question and SQL are checked as the file's reader checks them (Check), file:line.
         line = json.dumps(value, ensure_ascii=False)
     if old is None:
         lines.append(line)
@@ -316,7 +314,7 @@ def _edited_jsonl(folder: Path, file: str, old: Entry | None,
     text = "\n".join(lines) + ("\n" if lines else "")
     if value is None:
         return text, None, None
-    stem = _stem(value["question"])
+    stem = _stem(value.get("question", ""))
     new_id = old.id if old is not None and old.id.startswith(f"{file}:{stem}") else f"{file}:{stem}"
     return text, new_id, {**value, "_file": file, "_line": number}
 

@@ -18,7 +18,8 @@ from groundsql.retrieval.bank import QueryBank
 from groundsql.schema.model import Schema
 from groundsql.semantic.load import SEMANTIC_FILE, load_semantic
 
-__all__ = ["BANK_FILE", "BENCHMARK_FILE", "PACK_FILE", "benchmark_questions", "SCHEMA_FILE", "SEMANTIC_FILE", "check_pack", "load_pack"]
+__all__ = ["BANK_FILE", "BENCHMARK_FILE", "PACK_FILE", "SCHEMA_FILE", "SEMANTIC_FILE", "benchmark_questions", "check_pack",
+           "load_pack"]
 from groundsql.yamlfile import Where, line_of, read_model, read_yaml
 
 PACK_FILE, SCHEMA_FILE, BANK_FILE = "pack.yaml", "schema.yaml", "bank.jsonl"

@@ -94,6 +94,9 @@ class QueryBank:
         for number, raw in read_jsonl(path, "a query-bank example"):
             try:
                 sql = raw.get("sql") or raw["gold_sql"]
+                for name, value in (("question", raw["question"]), ("sql", sql)):
+                    if not isinstance(value, str):  # an empty one is the pack's to say (packs/load.py)
+                        raise ConfigError(f"{path}:{number}: {name!r} must be text, found {type(value).__name__}")
                 request = raw.get("request")
                 if request is not None and not isinstance(request, dict):
                     raise ConfigError(f"{path}:{number}: 'request' must be a JSON object (a semantic request)")

@@ -13,7 +13,6 @@ benchmark (evaluation/pack_benchmark.py) runs in the background on the service's
 from __future__ import annotations
 
 import datetime as dt
-import json
 import logging
 import os
 import shutil
@@ -228,7 +227,8 @@ class Service:
         with served.lock:
             for found in self.state.examples_since(served.name, served.examples_seen):
                 # An editor's confirmation (or the local user's, without keys) verifies it.
-                by = (found["key_name"] or "local") if found["key_name"] is None or found["role"] == "editor" else ""
+                key_name = found["key_name"]
+                by = "local" if key_name is None else key_name if found["role"] == "editor" else ""
                 try:
                     served.session.learn(found["question"], found["sql"], verified_by=by,  # validated and run again
                                          verified_at=found["created_at"].date().isoformat() if by else "")
@@ -318,8 +318,7 @@ class Service:
     def pack(self, key: ApiKey | None, name: str) -> dict[str, Any]:
         served = self.database(key, name)
         folder, read_only = self.pack_folder(served)
-        return {"database": name, "folder": folder, "read_only": read_only,
-                "may_edit": read_only is None and (key is None or key.may_edit),
+        return {"database": name, "folder": folder, "read_only": read_only, "may_edit": _may_edit(key, read_only),
                 "entries": pack_edit.entries(folder) if folder else [],
                 "collections": pack_edit.collections(folder) if folder and read_only is None else []}
 
@@ -417,10 +416,8 @@ class Service:
                 _remove(scratch)
                 raise
             if tried is not None:
-                run.out_dir.mkdir(parents=True, exist_ok=True)
-                (run.out_dir / pack_benchmark.TRIAL_FILE).write_text(json.dumps(
-                    {"entry": tried.entry, "action": tried.action, "by": _name(key) or "local", "after": tried.after},
-                    ensure_ascii=False), encoding="utf-8")
+                pack_benchmark.write_trial(run.out_dir, {"entry": tried.entry, "action": tried.action,
+                                                         "by": _name(key) or "local", "after": tried.after})
             try:
                 self.take_slot()
             except Busy:
@@ -454,7 +451,7 @@ class Service:
     def benchmarks(self, key: ApiKey | None, name: str) -> dict[str, Any]:
         """The runs of the database's pack benchmark, the latest first, and the one under way."""
         served = self.database(key, name)
-        folder, _ = self.pack_folder(served)
+        folder, read_only = self.pack_folder(served)
         runs_folder = folder / pack_benchmark.RUNS_FOLDER if folder else None
         runs = sorted((p for p in runs_folder.glob("*") if p.is_dir()), reverse=True) \
             if runs_folder and runs_folder.is_dir() else []
@@ -463,28 +460,21 @@ class Service:
             summary = pack_benchmark.run_summary(run, pack_benchmark.last_run_before(run.parent, run.name))
             listed.append({k: summary[k] for k in ("run", "earlier", "right", "counted", "gold_failed", "regressions",
                                                    "trial")})
-        _, read_only = self.pack_folder(served)
         return {"database": name, "running": vars(served.benchmark) if served.benchmark else None, "runs": listed,
-                "may_run": read_only is None and (key is None or key.may_edit)}
+                "may_run": _may_edit(key, read_only)}
 
     def benchmark(self, key: ApiKey | None, name: str, run: str) -> dict[str, Any]:
-        served = self.database(key, name)
-        folder, _ = self.pack_folder(served)
-        runs = folder / pack_benchmark.RUNS_FOLDER if folder else None
-        if runs is None or not pack_benchmark.RUN_NAME.match(run) or not (runs / run).is_dir():
-            raise NotFound(f"no benchmark run {run!r} of {name!r}")
-        earlier = pack_benchmark.last_run_before(runs, run)
-        return pack_benchmark.run_summary(runs / run, earlier)
+        folder, _ = self.pack_folder(self.database(key, name))
+        found = _run_folder(folder, name, run)
+        return pack_benchmark.run_summary(found, pack_benchmark.last_run_before(found.parent, run))
 
     def override(self, key: ApiKey | None, name: str, run: str, item_id: str, verdict: str,
                  note: str) -> dict[str, Any]:
         """A person's score of one answer of a run, with a note saying why."""
         _, folder = self._editable(key, name, f"override in benchmark {run}")
-        runs = folder / pack_benchmark.RUNS_FOLDER
-        if not pack_benchmark.RUN_NAME.match(run) or not (runs / run).is_dir():
-            raise NotFound(f"no benchmark run {run!r} of {name!r}")
+        found = _run_folder(folder, name, run)
         try:
-            entry = pack_benchmark.override(runs / run, item_id, verdict, note, _name(key) or "local")
+            entry = pack_benchmark.override(found, item_id, verdict, note, _name(key) or "local")
         except ConfigError as err:
             raise ServiceError(str(err)) from None
         self.state.audit([AuditEntry(_name(key), name, "pack", None, None, "saved",
@@ -495,6 +485,19 @@ class Service:
         for served in self.databases.values():
             served.session.close()
         self.state.close()
+
+
+def _may_edit(key: ApiKey | None, read_only: str | None) -> bool:
+    """Whether the caller may change the pack (and run its benchmark): an editor's key (or no
+    keys at all), on a pack the server may write."""
+    return read_only is None and (key is None or key.may_edit)
+
+
+def _run_folder(folder: Path | None, name: str, run: str) -> Path:
+    """The folder of a run of the pack's benchmark, by its name (never a path of the caller's)."""
+    if folder is None or not pack_benchmark.RUN_NAME.match(run) or not (folder / pack_benchmark.RUNS_FOLDER / run).is_dir():
+        raise NotFound(f"no benchmark run {run!r} of {name!r}")
+    return folder / pack_benchmark.RUNS_FOLDER / run
 
 
 def _remove(folder: Path | None) -> None:

@@ -175,13 +175,15 @@ def _with_learned(ctx: Context, semantic: _Semantic, trace: Trace) -> _Semantic:
         return semantic
     with trace.step("learned examples") as step:
         read, templates, mentions = [], list(semantic.templates), dict(semantic.template_mentions)
+        domain = ctx.resources.get("grounded")
+        label_columns = frozenset(ref.label.lower() for ref in domain.pack.references) if domain else frozenset()
         for example in new:  # a question and the SQL a person confirmed (Session.learn): no request
             request = verified_request(example.sql, semantic.catalog, ctx.db)
             if request is not None:
                 if request.limit == ctx.settings.safety.default_limit:
                     request = request.model_copy(update={"limit": None})  # the validator's LIMIT, not the question's
                 read.append(replace(example, request=request.to_json()))
-            template = _learned_template(ctx, semantic, example)
+            template = _learned_template(ctx, semantic, example, label_columns)
             if template is not None:
                 mentions[len(templates)] = template[1]
                 templates.append(template[0])
@@ -193,14 +195,14 @@ def _with_learned(ctx: Context, semantic: _Semantic, trace: Trace) -> _Semantic:
     return semantic
 
 
-def _learned_template(ctx: Context, semantic: _Semantic, example: Example) -> tuple[Example, list[Mention]] | None:
+def _learned_template(ctx: Context, semantic: _Semantic, example: Example,
+                      label_columns: frozenset[str]) -> tuple[Example, list[Mention]] | None:
     """A confirmed example as a verified query, with the parameters its question and SQL share;
     None when it was not confirmed by an editor, names no value of its SQL, or is off."""
     domain = ctx.resources.get("grounded")
     if not example.verified_by or not ctx.settings.compiled.learned_verified or domain is None:
         return None
-    labels = frozenset(ref.label.lower() for ref in domain.pack.references)
-    params = infer_params(example.question, example.sql, ctx.db.dialect, labels)
+    params = infer_params(example.question, example.sql, ctx.db.dialect, label_columns)
     if not params:
         return None
     template = replace(example, params=params)

@@ -4,7 +4,7 @@
 // An editor may score an answer by hand, with a note.
 
 import { at, call } from "./api.js";
-import { el, fill, uid } from "./dom.js";
+import { el, fill, readFor, uid } from "./dom.js";
 
 const REASONS = {
   right: "right", error: "error", asked_back: "asked back", empty_result: "empty result",
@@ -15,15 +15,9 @@ const REASONS = {
 const POLL_MS = 1000;
 
 export async function showBenchmarks(panel, database, current, shownRun = null) {
-  if (!shownRun) fill(panel, el("p", { class: "meta", role: "status" }, `Reading the benchmark of ${database}…`));
-  let listed;
-  try {
-    listed = await call("GET", at`/v1/databases/${database}/benchmarks`);
-  } catch (error) {
-    if (current()) fill(panel, el("p", { class: "error", role: "alert" }, error.message));
-    return false;
-  }
-  if (!current()) return false;
+  const listed = await readFor(panel, `Reading the benchmark of ${database}…`,
+    () => call("GET", at`/v1/databases/${database}/benchmarks`), current, { quiet: Boolean(shownRun) });
+  if (!listed) return false;
   const running = listed.running && !listed.running.finished ? listed.running : null;
   const again = (run) => showBenchmarks(panel, database, current, run);
   const problem = el("p", { class: "error", role: "alert" });
@@ -64,14 +58,9 @@ export async function showBenchmarks(panel, database, current, shownRun = null) 
 }
 
 async function showRun(box, database, run, mayScore, current, again) {
-  let found;
-  try {
-    found = await call("GET", at`/v1/databases/${database}/benchmarks/${run}`);
-  } catch (error) {
-    if (current()) fill(box, el("p", { class: "error", role: "alert" }, error.message));
-    return;
-  }
-  if (!current()) return;
+  const found = await readFor(box, "", () => call("GET", at`/v1/databases/${database}/benchmarks/${run}`), current,
+    { quiet: true });
+  if (!found) return;
   const broken = found.answers.filter((a) => a.regression);
   const failed = found.answers.filter((a) => a.gold_error);
   fill(box,

@@ -51,3 +51,17 @@ export function uid(prefix) {
   counter += 1;
   return `${prefix}-${counter}`;
 }
+
+// What a panel reads from the server: a status line while `read()` runs, the error in the
+// panel's place when it fails; undefined then, or when the panel no longer wants it
+// (`current()`: the person picked another database, or changed the key, meanwhile).
+export async function readFor(panel, reading, read, current, { quiet = false } = {}) {
+  if (!quiet) fill(panel, el("p", { class: "meta", role: "status" }, reading));
+  try {
+    const found = await read();
+    return current() ? found : undefined;
+  } catch (error) {
+    if (current()) fill(panel, el("p", { class: "error", role: "alert" }, error.message));
+    return undefined;
+  }
+}

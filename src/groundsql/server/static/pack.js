@@ -5,7 +5,7 @@
 // when someone changed the entry meanwhile, what it is now and who changed it.
 
 import { at, call } from "./api.js";
-import { el, fill, uid } from "./dom.js";
+import { el, fill, readFor, uid } from "./dom.js";
 
 const GROUPS = [
   ["verified_query", "Verified queries"], ["example", "Solved examples"], ["measure", "Measures"],
@@ -18,17 +18,11 @@ const SEMANTIC = new Set(["measure", "dimension", "time_dimension", "fact", "fil
 // `current()` says whether the panel still wants this database. `opened`: the entry to show
 // open (the one just saved), with a message for it.
 export async function showPack(panel, database, current, opened = null) {
-  if (!opened) fill(panel, el("p", { class: "meta", role: "status" }, `Reading the pack of ${database}…`));
-  let pack;
-  let changes;
-  try {
-    [pack, changes] = await Promise.all([call("GET", at`/v1/databases/${database}/pack`),
-      call("GET", at`/v1/databases/${database}/pack/history`)]);
-  } catch (error) {
-    if (current()) fill(panel, el("p", { class: "error", role: "alert" }, error.message));
-    return false;
-  }
-  if (!current()) return false;
+  const found = await readFor(panel, `Reading the pack of ${database}…`, () => Promise.all([
+    call("GET", at`/v1/databases/${database}/pack`), call("GET", at`/v1/databases/${database}/pack/history`)]),
+  current, { quiet: Boolean(opened) });
+  if (!found) return false;
+  const [pack, changes] = found;
   const again = (id, message) => showPack(panel, database, current, { id, message });
   const context = { database, editable: pack.may_edit, again };
   const groups = GROUPS.map(([kind, title]) => {

@@ -2,22 +2,16 @@
 // reference tables with their rows (GET /v1/databases/{name}/tables).
 
 import { at, call } from "./api.js";
-import { el, fill, uid } from "./dom.js";
+import { el, fill, readFor, uid } from "./dom.js";
 import { formatCell, formatNumber } from "./format.js";
 import { resultTable } from "./table.js";
 
 // `current()` says whether the panel still wants this database (the person may have picked
 // another, or changed the key, while it was read).
 export async function showSchema(panel, database, current) {
-  fill(panel, el("p", { class: "meta", role: "status" }, `Reading the schema of ${database}…`));
-  let schema;
-  try {
-    schema = await call("GET", at`/v1/databases/${database}/tables`);
-  } catch (error) {
-    if (current()) fill(panel, el("p", { class: "error", role: "alert" }, error.message));
-    return false;
-  }
-  if (!current()) return false;
+  const schema = await readFor(panel, `Reading the schema of ${database}…`,
+    () => call("GET", at`/v1/databases/${database}/tables`), current);
+  if (!schema) return false;
   const anchors = new Map(schema.tables.map((t) => [t.name.toLowerCase(), uid("table")]));
   const list = el("div", { class: "tables" }, schema.tables.map((t) => tableView(t, anchors)));
   fill(panel,
