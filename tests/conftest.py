@@ -11,7 +11,7 @@ import uuid
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import pytest
 
@@ -113,7 +113,8 @@ def spark_copies(sources: list[tuple[str, str]]) -> Iterator[tuple[int, Path]]:
     import socket
     import tempfile
 
-    from groundsql.db.sparkserver import load_many, serve
+    from groundsql.db.sparkcopy import load_many
+    from groundsql.db.sparkserver import serve
 
     folder = Path(tempfile.mkdtemp(prefix="groundsql-spark-test-"))
     try:
@@ -132,6 +133,16 @@ def spark_copies(sources: list[tuple[str, str]]) -> Iterator[tuple[int, Path]]:
         for path in [folder, *folder.rglob("*")]:
             path.chmod(0o755)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def spark_connect(port: int, database: str = "default", *, password: str | None = None) -> Any:
+    """A raw PyHive connection to the test server on `port`, past groundsql's walls (only the
+    server's own: it signs in with the password `serve` wrote, unless given another)."""
+    from groundsql.db.engines.spark import open_connection
+    from groundsql.db.sparkserver import password_for
+
+    return open_connection("127.0.0.1", port, "groundsql_test", password or password_for("127.0.0.1", port) or "",
+                           database, timeout_s=120)
 
 
 @pytest.fixture(scope="session")

@@ -316,11 +316,10 @@ def raw_runner(url: str) -> Iterator[RawRunner]:
         with psycopg.connect(url, autocommit=True) as conn:
             yield lambda sql: conn.execute(sql).fetchall()
     elif scheme == "hive":
-        from pyhive import hive
+        from tests.conftest import spark_connect
 
         parts = urlsplit(url)
-        with hive.connect(host=parts.hostname, port=parts.port or 10000, username="groundsql_test",
-                          database=parts.path.lstrip("/")) as conn:
+        with spark_connect(parts.port or 10000, parts.path.lstrip("/")) as conn:
             def run_spark(sql: str) -> list[tuple[Any, ...]]:
                 cursor = conn.cursor()
                 try:

@@ -18,10 +18,11 @@ import sqlglot
 from groundsql.api import demo_database_url
 from groundsql.db import Database
 from groundsql.db.engines.spark import SparkEngine, SparkRefused, check_statement
-from groundsql.db.sparkserver import NARROWING, QUERY_TIMEOUT_SETTING, spark_type
+from groundsql.db.sparkcopy import spark_type
+from groundsql.db.sparkserver import NARROWING, QUERY_TIMEOUT_SETTING
 from groundsql.errors import DatabaseError, QueryTimeoutError, UnsafeSQLError
 from groundsql.safety.validator import validate_sql
-from tests.conftest import REPO
+from tests.conftest import REPO, spark_connect
 
 pytest.importorskip("pyhive")
 
@@ -79,7 +80,7 @@ def test_the_validator_refuses_them_in_sparks_dialect_too(sql) -> None:
 
 
 def test_a_server_without_the_narrowing_settings_is_refused_in_one_sentence(monkeypatch) -> None:
-    from pyhive import hive
+    from groundsql.db.engines import spark
 
     settings = {key: value for key, (value, _) in NARROWING.items()}
     settings[QUERY_TIMEOUT_SETTING] = "60s"
@@ -94,8 +95,8 @@ def test_a_server_without_the_narrowing_settings_is_refused_in_one_sentence(monk
 
     closed = []
     connection = SimpleNamespace(cursor=Cursor, close=lambda: closed.append(True))
-    monkeypatch.setattr(hive, "connect", lambda **_: connection)
-    spec = {"host": "spark.example", "port": 10000, "user": "", "database": "demo"}
+    monkeypatch.setattr(spark, "open_connection", lambda *_, **__: connection)
+    spec = {"host": "spark.example", "port": 10000, "user": "", "password": "x", "database": "demo"}
     with pytest.raises(SparkRefused, match="spark.sql.restrictedMode.enabled is false .*groundsql spark serve"):
         SparkEngine().connect(spec)
     assert closed
@@ -183,10 +184,8 @@ def test_the_engine_alone_refuses_a_write_and_nothing_changes(spark_url) -> None
 
 def test_the_server_refuses_what_reaches_the_jvm_or_files_even_sent_directly(spark_url) -> None:
     # Past groundsql's walls (a client of its own): restricted mode and no SQL on files.
-    from pyhive import hive
-
     url = Database(spark_url).url
-    with hive.connect(host=url.host, port=url.port, username="attacker", database="demo") as conn:
+    with spark_connect(url.port, "demo") as conn:
         cursor = conn.cursor()
         for sql in ["SELECT reflect('java.lang.System', 'exit', 0)",
                     "SELECT TRANSFORM(company_id) USING 'cat' AS (x) FROM company",
@@ -202,8 +201,9 @@ def test_a_slow_query_is_cancelled_at_the_time_limit(spark_url) -> None:
     with Database(spark_url) as spark:
         start = time.monotonic()
         with pytest.raises(QueryTimeoutError):
-            spark.execute("SELECT COUNT(*) FROM price_daily AS a CROSS JOIN price_daily AS b "
-                          "CROSS JOIN company AS c", timeout_s=3)
+            # Within the server's cost gate (3e8 pairs), and minutes of md5 on two cores.
+            spark.execute("SELECT COUNT(*) FROM price_daily AS a JOIN price_daily AS b "
+                          "ON md5(CAST(a.close_price + b.close_price AS STRING)) < 'a'", timeout_s=3)
         assert time.monotonic() - start < 30
         assert spark.execute("SELECT COUNT(*) FROM company").rows == ((114,),)  # the server goes on
 

@@ -605,7 +605,7 @@ def spark_load(
     from pathlib import Path
 
     from groundsql.api import demo_database_url
-    from groundsql.db.sparkserver import load
+    from groundsql.db.sparkcopy import load
 
     with err.status("Copying into Parquet with Spark…"):
         # The demo's copy is `demo`, as the README's hive://.../demo asks for (its file is findemo).
@@ -617,27 +617,44 @@ def spark_load(
 @spark_app.command("serve")
 def spark_serve(
     folder: Annotated[str, typer.Argument(help="The folder `groundsql spark load` wrote.")],
-    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    host: Annotated[str, typer.Option(help="Address the Thrift port listens on (its other ports: loopback only).")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port.")] = 10000,
     user: Annotated[Optional[str], typer.Option(
         help="Run the server as this user, who must not be able to write FOLDER (as root: nobody).")] = None,
     query_timeout: Annotated[int, typer.Option(help="The server's own limit on a query, in seconds.")] = 60,
     memory: Annotated[str, typer.Option(help="The server's memory (Spark's driver memory).")] = "2g",
+    log: Annotated[Optional[str], typer.Option(help="The server's log (default: under the data folder).")] = None,
 ) -> None:
-    """Start the Spark Thrift server over FOLDER with the settings groundsql requires; stop with Ctrl-C."""
+    """Start the Spark Thrift server over FOLDER, walled for groundsql, and keep it answering
+    (restarted when it exits or stops answering); stop with Ctrl-C or SIGTERM."""
+    import signal
     from pathlib import Path
 
-    from groundsql.db.sparkserver import serve as start
+    from groundsql.db.sparkserver import secret_file, serve as start
 
-    with err.status("Starting the Spark Thrift server…"):
-        server = start(Path(folder), host=host, port=port, user=user, query_timeout_s=query_timeout, memory=memory)
-    show(err, f"groundsql: Spark SQL on hive://{host}:{port}/DATABASE (one database per copy in {folder})")
+    def stop(signum: int, _frame: object) -> None:
+        # SIGTERM and SIGHUP stop the server as Ctrl-C does; a second signal (a supervisor's
+        # and a shell's both) must not cut the stopping short.
+        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+            signal.signal(sig, signal.SIG_IGN)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGHUP, stop)
+    server = None
     try:
-        server.wait()
+        with err.status("Starting the Spark Thrift server…"):
+            server = start(Path(folder), host=host, port=port, user=user, query_timeout_s=query_timeout,
+                           memory=memory, log=Path(log) if log else None)
+        show(err, f"groundsql: Spark SQL on {', '.join(server.urls())} (the password: {secret_file(host, port)}; "
+                  f"the log: {server.log})")
+        server.supervise(lambda line: show(err, line))
     except KeyboardInterrupt:
         pass
     finally:
-        server.stop()
+        if server is not None:
+            server.stop()
+            show(err, f"groundsql: the Spark server stopped (its log: {server.log})")
 
 
 ConfigOption = Annotated[

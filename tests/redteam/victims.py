@@ -1125,12 +1125,11 @@ class SparkServer:
         self.port, self.folder = self._serving.__enter__()
 
     def catalog(self) -> dict[str, str]:
-        from pyhive import hive
-
         from groundsql.db.sparkserver import NARROWING
+        from tests.conftest import spark_connect
 
         state: dict[str, str] = {}
-        with hive.connect(host="127.0.0.1", port=self.port, username="groundsql_redteam") as conn:
+        with spark_connect(self.port) as conn:
             cursor = conn.cursor()
             cursor.execute("SHOW DATABASES")
             databases = sorted(row[0] for row in cursor.fetchall())

@@ -184,7 +184,7 @@ class Database:
         if not url.database:
             raise ConfigError("name the Spark database in the URL: hive://host:10000/mydb")
         return {"host": url.host or "localhost", "port": url.port or 10000, "user": url.username or "",
-                "database": url.database}
+                "password": url.password or "", "database": url.database}
 
     def _file_path(self) -> Path:
         database = self.url.database

@@ -116,9 +116,14 @@ _DIALECT_EXTRA = {
 }
 
 # Allocate their whole result at once, which a time limit cannot interrupt (SQLite's
-# randomblob(1e9) is a gigabyte in one step): index of the size argument.
-SIZE_ARGUMENTS = {"randomblob": 0, "zeroblob": 0, "lpad": 1, "rpad": 1}
+# randomblob(1e9) is a gigabyte in one step; Spark's space(2e9) fills the server's memory):
+# index of the size argument. Nested ones multiply: repeat(lpad('x', 1000), 1000) is a million.
+SIZE_ARGUMENTS = {"randomblob": 0, "zeroblob": 0, "lpad": 1, "rpad": 1, "repeat": 1, "space": 0}
 MAX_SIZE = 1_000_000
+# repeat() multiplies a value of any length (a column's), so its count is held lower.
+MAX_REPEAT = 1_000
+# Their format's widths allocate too (printf('%999999999d', 1)): the format must be a literal.
+FORMAT_FUNCTIONS = frozenset({"printf", "format", "format_string"})
 
 # Catalog table functions: allowed only where the policy opens the introspection views.
 CATALOG_FUNCTIONS = {"duckdb": frozenset({"duckdb_tables", "duckdb_columns"}),

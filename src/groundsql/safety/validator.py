@@ -139,6 +139,11 @@ _DIALECT_ALIASES = {"postgresql": "postgres", "pg": "postgres", "sqlite3": "sqli
 # this many times max_joins in total it is a fan-out hazard even if each SELECT is within it.
 _TOTAL_JOIN_FACTOR = 4
 
+# Dialects whose servers substitute ${...} variables into a statement's text, and whose file
+# tables have a hidden column of the files' paths, sizes and times (`_metadata`).
+_SUBSTITUTING = frozenset({"spark", "spark2", "databricks", "hive"})
+_FILE_METADATA = frozenset({"spark", "spark2", "databricks"})
+
 # Longer than any useful question's SQL; bounds parser time and memory on hostile input.
 _MAX_SQL_CHARS = 100_000
 
@@ -226,6 +231,7 @@ def _validate(sql: str, dialect: str, policy: SafetyConfig, catalog: "Catalog | 
         raise UnsafeSQLError("control character", f"the statement contains {match.group()!r}")
     if _count_tokens(sql) > policy.max_tokens:
         raise UnsafeSQLError("oversized SQL", f"the statement has more than {policy.max_tokens:,} tokens")
+    _refuse_substitution(sql, dialect)
 
     if dialect == "mysql":
         _refuse_executable_comments(sql)
@@ -255,6 +261,7 @@ def _render_checked(root: exp.Expression, dialect: str, policy: SafetyConfig, ca
     except sqlglot.errors.UnsupportedError as err:
         raise UnsafeSQLError("unsupported SQL", _plain(str(err))) from None
 
+    _refuse_substitution(rendered, dialect)
     # The executed text comes from sqlglot's generator, so check it too: whatever the
     # generator emits must parse back to one statement that passes the same rules and
     # reads the same tables.
@@ -262,6 +269,16 @@ def _render_checked(root: exp.Expression, dialect: str, policy: SafetyConfig, ca
     if _analyse(reparsed, dialect, policy, catalog) != tables:
         raise UnsafeSQLError("unsupported SQL", "the normalised statement reads different tables")
     return rendered
+
+
+def _refuse_substitution(sql: str, dialect: str) -> None:
+    # Spark (and Hive) replace ${env:NAME}, ${system:...} and ${spark.conf} in the statement's
+    # text before parsing it, inside strings, names and comments alike: a literal would carry
+    # the server's environment back in the result.
+    if dialect in _SUBSTITUTING and "${" in sql:
+        raise UnsafeSQLError("variable substitution",
+                             "Spark replaces ${...} with the server's variables and environment before it reads a "
+                             "statement; write the text without ${")
 
 
 def _refuse_executable_comments(sql: str) -> None:
@@ -364,7 +381,10 @@ def _syntax_reason(err: Exception) -> str:
     line, col = first.get("line"), first.get("col")
     near = _plain(str(first.get("highlight") or "")).strip()[:40]
     where = f" at line {line}, column {col}" if line is not None else ""
-    return f"the statement is not valid SQL{where}" + (f" (near {near!r})" if near else "")
+    # sqlglot's parser does not know every form a database accepts: the statement may be valid
+    # SQL the validator cannot read, so the sentence says what is known.
+    return f"the validator cannot parse the statement{where}" + (f" (near {near!r})" if near else "") + \
+        "; write it in plainer SQL"
 
 
 def _plain(text: str) -> str:
@@ -448,6 +468,9 @@ def _check_nodes(root: exp.Expression, dialect: str, policy: SafetyConfig, catal
             raise UnsafeSQLError(
                 "data-modifying CTE", f"CTE {node.alias or '?'} runs {_construct(node.this)}, not a query"
             )
+        if isinstance(node, exp.Identifier) and dialect in _FILE_METADATA and node.name.lower() == "_metadata":
+            raise UnsafeSQLError("hidden column _metadata",
+                                 "_metadata is Spark's hidden column of the data files' paths, sizes and times")
         if isinstance(node, exp.Func) and not isinstance(node, _OPERATORS):
             _check_function(node, dialect, policy, catalog)
         elif not isinstance(node, _ALLOWED_NODES):
@@ -480,26 +503,91 @@ def _check_function(node: exp.Func, dialect: str, policy: SafetyConfig, catalog:
             raise UnsafeSQLError(f"function {name}", f"{name}() is not on the list of functions a query may call")
         if name in functions.SIZE_ARGUMENTS:
             _check_size_argument(node, name)
+        if name in functions.FORMAT_FUNCTIONS and not isinstance(node, exp.NumberToStr):  # MySQL's FORMAT(x, 2)
+            _check_format(node, name)
 
 
-def _check_size_argument(node: exp.Func, name: str) -> None:
+def _size_argument(node: exp.Func, name: str) -> exp.Expression | None:
+    typed = {exp.Space: "this", exp.Repeat: "times", exp.Pad: "expression"}
+    for kind, key in typed.items():
+        if isinstance(node, kind):
+            return node.args.get(key)
     args = [node.this] if node.this is not None and not isinstance(node, exp.Anonymous) else []
     args += list(node.expressions)
     for key in ("expression", "length"):  # how sqlglot names a typed call's second argument
         if (extra := node.args.get(key)) is not None and not isinstance(node, exp.Anonymous):
             args.insert(1, extra)
     index = functions.SIZE_ARGUMENTS[name]
-    arg = args[index] if len(args) > index else None
+    return args[index] if len(args) > index else None
+
+
+def _literal_size(arg: exp.Expression | None) -> int | None:
     if isinstance(arg, exp.Literal) and not arg.is_string:
         try:
-            if int(arg.this) <= functions.MAX_SIZE:
-                return
+            return int(arg.this)
         except ValueError:
-            pass
+            return None
+    return None
+
+
+def _allocates(node: exp.Expression) -> str | None:
+    """The name (as in SIZE_ARGUMENTS) of a call that allocates its result by a size argument."""
+    if isinstance(node, exp.Repeat):
+        return "repeat"
+    if isinstance(node, exp.Space):
+        return "space"
+    if isinstance(node, exp.Pad):
+        return "lpad" if node.args.get("is_left") else "rpad"
+    if isinstance(node, exp.Anonymous) and (name := str(node.name).lower()) in functions.SIZE_ARGUMENTS:
+        return name
+    return None
+
+
+def _enclosing_size(node: exp.Expression) -> int:
+    """The product of the sizes of the allocating calls `node` is an argument of."""
+    factor, parent = 1, node.parent
+    while parent is not None:
+        if (name := _allocates(parent)) is not None and (size := _literal_size(_size_argument(parent, name))):
+            factor *= max(size, 1)
+        parent = parent.parent
+    return factor
+
+
+def _check_size_argument(node: exp.Func, name: str) -> None:
+    function = _allocates(node) or name
+    size = _literal_size(_size_argument(node, name))
+    limit = functions.MAX_SIZE
+    if function == "repeat":
+        # A literal repeated is a known size (Spark writes space(n) as repeat(' ', n)); any
+        # other value's length is not known, so the count is held lower.
+        text = node.this if isinstance(node, exp.Repeat) else (node.expressions or [None])[0]
+        if isinstance(text, exp.Literal) and text.is_string and size is not None:
+            size *= max(len(text.this), 1)
+        else:
+            limit = functions.MAX_REPEAT
+    if size is not None and size * _enclosing_size(node) <= limit:
+        return
     raise UnsafeSQLError(
-        f"function {name}",
-        f"{name}() allocates its whole result at once; its size must be an integer literal <= {functions.MAX_SIZE:,}",
+        f"function {function}",
+        f"{function}() allocates its whole result at once; its size must be an integer literal and at most "
+        f"{limit:,} (nested calls multiplied)",
     )
+
+
+_FORMAT_STAR = re.compile(r"%[^A-Za-z%]*\*")
+_NUMBER = re.compile(r"\d+")
+
+
+def _check_format(node: exp.Func, name: str) -> None:
+    """A format's widths allocate (printf('%999999999d', 1)): a literal format, every number in
+    it within the size limit, no width taken from an argument (%*d)."""
+    first = node.expressions[0] if isinstance(node, exp.Anonymous) and node.expressions else node.this
+    if not (isinstance(first, exp.Literal) and first.is_string):
+        raise UnsafeSQLError(f"function {name}", f"{name}() needs a literal format string")
+    text, factor = first.this, _enclosing_size(node)
+    if _FORMAT_STAR.search(text) or any(int(n) * factor > functions.MAX_SIZE for n in _NUMBER.findall(text)):
+        raise UnsafeSQLError(f"function {name}", f"{name}()'s widths allocate; each must be at most "
+                                                 f"{functions.MAX_SIZE:,} and written in the format, not taken from an argument")
 
 
 def _check_table(table: exp.Table, dialect: str) -> None:

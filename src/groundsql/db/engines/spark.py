@@ -2,14 +2,16 @@
 
 Spark has no read-only mode and no accounts to narrow, so this engine is a wall of its own,
 behind the validator: a statement runs only if Spark's dialect parses it as one query (SELECT,
-a set operation, a WITH whose body is a query) with no TRANSFORM script and no function in
-FROM (range(), explode()), or as the catalog reads introspection needs (SHOW TABLES, DESCRIBE
-TABLE, SHOW TBLPROPERTIES). SET, CACHE, ADD JAR, INSERT, `FROM t INSERT ...` and every other
-statement are refused before they are sent. The server must be the narrowed one `groundsql spark serve` starts (db/sparkserver.py):
-each connection reads back its settings and is refused, with the one that is missing, when
-they are not there. A query runs asynchronously and is polled: at the time limit it is
-cancelled on the server (which interrupts its tasks), and the server's own query timeout
-stands behind that. Rows are fetched in batches up to the row and byte caps.
+a set operation, a WITH whose body is a query) with no TRANSFORM script, no function in FROM
+(range(), explode()) and no `${` (Spark would substitute its variables into the text), or as
+the catalog reads introspection needs (SHOW TABLES, DESCRIBE TABLE, SHOW TBLPROPERTIES). SET,
+CACHE, ADD JAR, INSERT, `FROM t INSERT ...` and every other statement are refused before they
+are sent. The server must be the walled one `groundsql spark serve` starts (db/sparkserver.py):
+the engine signs in with its password (from the URL, or the file `serve` wrote) and reads back
+its narrowing settings, refusing a server without them. A query runs asynchronously and is
+polled: at the time limit it is cancelled on the server (which interrupts its tasks), and the
+server's own query timeout and watchdog stand behind that. Rows are fetched in batches up to
+the row and byte caps; Spark's internal failures reach the caller as one sentence.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from groundsql.db.engines.base import Limits, QueryTimedOut, fetch_bounded
 
 _METADATA = re.compile(r"\s*(SHOW\s+TABLES\s+IN|SHOW\s+TBLPROPERTIES|DESCRIBE\s+TABLE)\s+(`[^`]+`|\w+)(\.(`[^`]+`|\w+))?\s*", re.IGNORECASE)
 _POLL_S = 0.05
+# Any one call on the Thrift socket; a query itself is polled, so no call waits for it.
+_RPC_TIMEOUT_S = 120
 
 
 class SparkRefused(Exception):
@@ -36,15 +40,23 @@ class SparkEngine:
     reader_grants = ""
 
     def connect(self, spec: dict[str, Any]) -> Any:
-        from pyhive import exc, hive
+        from pyhive import exc
 
-        from groundsql.db.sparkserver import NARROWING, QUERY_TIMEOUT_SETTING
+        from groundsql.db.sparkserver import NARROWING, QUERY_TIMEOUT_SETTING, password_for, secret_file
 
+        password = spec.get("password") or password_for(spec["host"], spec["port"])
+        if not password:
+            raise SparkRefused(f"no password for the Spark server at {spec['host']}:{spec['port']}: "
+                               f"`groundsql spark serve` keeps it in {secret_file(spec['host'], spec['port'])} for the "
+                               "account that started it; from another account give it in the URL "
+                               "(hive://groundsql:PASSWORD@host:port/db)")
         try:
-            conn = hive.connect(host=spec["host"], port=spec["port"], username=spec["user"] or "groundsql",
-                                database=spec["database"])
+            conn = open_connection(spec["host"], spec["port"], spec["user"] or "groundsql", password, spec["database"],
+                                   timeout_s=_RPC_TIMEOUT_S)
         except exc.OperationalError as err:  # no such database: Spark's sentence, not its stack trace
             raise SparkRefused(spark_message(err)) from None
+        except Exception as err:  # noqa: BLE001 - thrift_sasl and the socket raise their own kinds
+            raise SparkRefused(_connect_failure(err, spec)) from None
         try:
             cursor = conn.cursor()
             settings = {}
@@ -66,6 +78,7 @@ class SparkEngine:
     def run(self, conn: Any, sql: str, limits: Limits) -> tuple[tuple[str, ...], list[tuple[Any, ...]], bool]:
         from pyhive import exc
         from TCLIService.ttypes import TOperationState
+        from thrift.transport.TTransport import TTransportException
 
         check_statement(sql)
         cursor = conn.cursor(arraysize=64)
@@ -89,6 +102,9 @@ class SparkEngine:
             return columns, rows, truncated
         except (exc.OperationalError, exc.ProgrammingError) as err:
             raise SparkRefused(spark_message(err)) from None
+        except TTransportException:
+            raise SparkRefused("the Spark server closed the connection during the query (it may have stopped; "
+                               "`groundsql spark serve` starts it again)") from None
         finally:
             try:
                 cursor.close()
@@ -106,11 +122,43 @@ class SparkEngine:
         conn.close()
 
 
+def open_connection(host: str, port: int, user: str, password: str, database: str, *,
+                    timeout_s: float | None = None) -> Any:
+    """A PyHive connection to the password-protected Thrift server, every call on its socket
+    bounded by `timeout_s` (a server that accepts and never answers cannot hang the caller)."""
+    import logging
+
+    import thrift_sasl
+    from pyhive import hive
+    from thrift.transport import TSocket
+
+    # TSocket logs every refused connection as an error of its own; the caller says what failed.
+    logging.getLogger("thrift.transport.TSocket").setLevel(logging.CRITICAL)
+    sock = TSocket.TSocket(host, port)
+    if timeout_s is not None:
+        sock.setTimeout(int(timeout_s * 1000))
+    transport = thrift_sasl.TSaslClientTransport(
+        lambda: hive.get_installed_sasl(host=host, sasl_auth="PLAIN", username=user, password=password), "PLAIN", sock)
+    return hive.connect(thrift_transport=transport, username=user, database=database)
+
+
+def _connect_failure(err: Exception, spec: dict[str, Any]) -> str:
+    text = str(err)
+    where = f"the Spark server at {spec['host']}:{spec['port']}"
+    if "wrong password" in text or "Error validating the login" in text or "authentication" in text.lower():
+        return f"{where} refused the password (a server started again has a new one: `groundsql spark serve` writes it)"
+    if isinstance(err, (ConnectionError, OSError)) or "Could not connect" in text:
+        return f"could not open a connection to {where}: is `groundsql spark serve` running?"
+    return f"could not open a connection to {where}: {text.splitlines()[0][:200] if text else type(err).__name__}"
+
+
 def check_statement(sql: str) -> None:
     """Refuse anything but one query (or a catalog read), whatever the validator let through."""
     import sqlglot
     from sqlglot import exp
 
+    if "${" in sql:  # Spark would substitute its variables and environment into the text
+        raise SparkRefused("${...} variable substitution is not sent to Spark")
     if _METADATA.fullmatch(sql):
         return
     try:
@@ -133,12 +181,35 @@ def check_statement(sql: str) -> None:
         raise SparkRefused(f"only tables may be read on Spark, not {made.this.sql(dialect='spark')[:60]}")
 
 
+# Spark's internal failures, in a sentence a person can act on (the server's log has the rest).
+_INTERNAL = (
+    (re.compile(r"OutOfMemoryError|Java heap space|GC overhead limit"), "the Spark server ran out of memory on this "
+     "query; ask for fewer rows or columns, or aggregate first"),
+    (re.compile(r"maxResultSize|Total size of serialized results"), "the query's result is larger than the Spark "
+     "server returns at once; ask for fewer rows or columns, or aggregate first"),
+    (re.compile(r"ran past the server's limit|cancelled because|Job \d+ cancelled|OperationCanceled|TIMEDOUT",
+                re.IGNORECASE), "the Spark server cancelled the query at its time limit"),
+    (re.compile(r"Boxed (Exception|Error)|INTERNAL_ERROR|NullPointerException|StackOverflowError"),
+     "the Spark server failed on this query with an internal error (its log has the details)"),
+)
+_CLASS_NAME = re.compile(r"(([\w$]+\.)+[\w$]*(Exception|Error): |Error running query: )")
+
+
 def spark_message(err: Exception | str) -> str:
-    """Spark's own sentence from a Thrift error response (PyHive passes the whole response)."""
+    """Spark's own sentence from a Thrift error response (PyHive passes the whole response):
+    the guard's refusals and Spark's error classes as they are, its internal failures as one
+    sentence of their own, never a Java class name or a stack trace."""
     response = err.args[0] if isinstance(err, Exception) and err.args else None
     status = getattr(response, "status", None)
     text = getattr(status, "errorMessage", None) or str(err)
+    guard = re.search(r"GuardException: ([^\n]*)", text)
+    if guard:
+        return guard.group(1).strip()
+    for pattern, sentence in _INTERNAL:
+        if pattern.search(text):
+            return sentence
     # "org.apache.hive.service.cli.HiveSQLException: Error running query: org.apache...: [CODE] ..."
-    text = re.sub(r"(([\w$]+\.)+[\w$]*(Exception|Error): |Error running query: )", "", text)
+    text = _CLASS_NAME.sub("", text)
     text = re.sub(r"\[([A-Z_.]+)\] (\[\1\] )?", r"[\1] ", text)
-    return text.strip().splitlines()[0]
+    first = (text.strip().splitlines() or ["the Spark server refused the query"])[0]
+    return first if len(first) <= 400 else first[:397] + "..."
