@@ -283,6 +283,29 @@ def test_a_result_downloads_as_csv_and_a_cut_one_says_so(tmp_path: Path, singers
         assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
 
 
+@pytest.mark.parametrize(("value", "written"), [
+    ("=1+1", "'=1+1"), ("+1", "'+1"), ("-1", "'-1"), ("@SUM(A1)", "'@SUM(A1)"),
+    ("\tx", "'\tx"), ("\rx", "'\rx"),
+    # Spreadsheets skip leading whitespace: any kind, Unicode too.
+    (" =1+1", "' =1+1"), ("\n=1+1", "'\n=1+1"), ("\r\n@x", "'\r\n@x"), ("\xa0=1", "'\xa0=1"),
+    ("\u3000+1", "'\u3000+1"), ("\u2003 -1", "'\u2003 -1"),
+    # ... and invisible format characters; and they read full-width (and small) signs as ASCII ones.
+    ("\u200b=1", "'\u200b=1"), ("\ufeff=1", "'\ufeff=1"),
+    ("\uff1d1+1", "'\uff1d1+1"), ("\uff0b1", "'\uff0b1"), ("\uff0d1", "'\uff0d1"), ("\uff20x", "'\uff20x"),
+    ("\ufe66cmd", "'\ufe66cmd"), (" \uff1dx", "' \uff1dx"),
+    # Text that is not a formula stays as it is.
+    ("a=1", "a=1"), ("1-2", "1-2"), ("x@y.z", "x@y.z"), ("  plain", "  plain"), ("", ""), ("\uff41", "\uff41"),
+])
+def test_a_csv_cell_a_spreadsheet_would_run_is_quoted(value: str, written: str) -> None:
+    import csv
+    import io
+
+    from groundsql.server.views import csv_text
+
+    rows = list(csv.reader(io.StringIO(csv_text([value], [(value, 5)]), newline="")))
+    assert rows == [[written], [written, "5"]]
+
+
 # -- limits -----------------------------------------------------------------------------------------------
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import unicodedata
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -20,8 +21,8 @@ def json_rows(rows: Any) -> list[list[Any]]:
 
 def csv_text(columns: Sequence[str], rows: Any) -> str:
     """A result as CSV (RFC 4180). A text cell a spreadsheet would run as a formula (`=`, `+`,
-    `-`, `@` first: database values are untrusted) is written with a `'` before it, as OWASP
-    advises; numbers stay numbers."""
+    `-`, `@` first, after any leading whitespace, in any width: database values are untrusted)
+    is written with a `'` before it, as OWASP advises; numbers stay numbers."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\r\n")
     writer.writerow([_cell(c) for c in columns])
@@ -30,8 +31,24 @@ def csv_text(columns: Sequence[str], rows: Any) -> str:
     return out.getvalue()
 
 
+_FORMULA_STARTS = ("=", "+", "-", "@")
+
+
 def _cell(text: str) -> str:
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+    return "'" + text if _runs_as_formula(text) else text
+
+
+def _runs_as_formula(text: str) -> bool:
+    """Whether a spreadsheet may read the text as a formula. Spreadsheets skip leading blanks
+    (" =1+1"), and read full-width signs as the ASCII ones ("＝1+1"): the first character that
+    is not whitespace or invisible (a zero-width space, a byte-order mark) is compared in its
+    NFKC form. A tab or carriage return first is guarded too, as OWASP lists them."""
+    if text[:1] in ("\t", "\r"):
+        return True
+    rest = text.lstrip()
+    while rest and unicodedata.category(rest[0]) == "Cf":  # format characters: zero-width, BOM
+        rest = rest[1:].lstrip()
+    return unicodedata.normalize("NFKC", rest[:1])[:1] in _FORMULA_STARTS
 
 
 class OptionView(BaseModel):
