@@ -255,18 +255,20 @@ def test_feedback_teaches_the_database(tmp_path: Path, singers: Path) -> None:
                        ("Who is the youngest singer?", "SELECT Name FROM singer ORDER BY Age ASC LIMIT 1")]
 
 
-def test_a_result_downloads_as_csv_and_a_cut_one_says_so(tmp_path: Path, singers: Path) -> None:
-    """The answer's SQL runs again, read-only, under the row cap: a cut result says it is cut
-    (file name, header); a text a spreadsheet would run as a formula is quoted; an unknown
-    answer is not found."""
+@pytest.mark.parametrize("cap", [{"database": {"max_rows": 3}}, {"safety": {"default_limit": 3}}],
+                         ids=["row cap", "added LIMIT"])
+def test_a_result_downloads_as_csv_and_a_cut_one_says_so(tmp_path: Path, singers: Path, cap: dict) -> None:
+    """The answer's SQL runs again, read-only, under the row cap: a result cut (by the row cap,
+    or by the LIMIT the validator added, which the SQL kept then carries as its own) says it
+    is cut (file name, header); a text a spreadsheet would run as a formula is quoted; an
+    unknown answer is not found."""
     import csv
     import io
     import sqlite3
 
     with sqlite3.connect(singers) as conn:
         conn.execute("UPDATE singer SET Country = '=HYPERLINK(\"http://x\")' WHERE Singer_ID = 1")
-    capped = {"databases": {"singers": {"url": str(singers), "strategy": "zero-shot",
-                                        "settings": {"database": {"max_rows": 3}}}}}
+    capped = {"databases": {"singers": {"url": str(singers), "strategy": "zero-shot", "settings": cap}}}
     model = Slow("SELECT Singer_ID, Name, Country FROM singer ORDER BY Singer_ID")
     with live_server({**config(tmp_path, singers), **capped}, llm=model) as (url, _):
         answer = httpx.post(f"{url}/v1/ask", json={"database": "singers", "question": "List the singers"}).json()
@@ -472,6 +474,6 @@ def test_a_state_store_made_before_clarifications_gets_the_column(tmp_path: Path
     conversation = store.start_conversation("demo", None)
     from groundsql.conversation import Turn
 
-    store.add_turn(conversation, Turn("q", "q", "SELECT 1"), None)
-    assert store.history(conversation)[0].clarification is None
-    assert "clarification" in {c["name"] for c in sa.inspect(store.engine).get_columns("turns")}
+    answer = store.add_turn(conversation, Turn("q", "q", "SELECT 1"), None)
+    assert store.history(conversation)[0].clarification is None and not store.turn(answer)["truncated"]
+    assert {"clarification", "truncated"} <= {c["name"] for c in sa.inspect(store.engine).get_columns("turns")}

@@ -20,7 +20,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -202,7 +202,7 @@ class Service:
         self._seconds_per_question = 0.8 * self._seconds_per_question + 0.2 * (time.perf_counter() - start)
         turn = Turn(question, answer.question, answer.sql if answer.ok else None, answer.columns, len(answer.rows),
                     answer.clarification)
-        answer_id = self.state.add_turn(conversation_id, turn, answer.error)
+        answer_id = self.state.add_turn(conversation_id, turn, answer.error, answer.truncated)
         self.state.audit(_audit_entries(answer, _name(key), name, question))
         return Asked(answer, answer_id, conversation_id, name)
 
@@ -281,7 +281,13 @@ class Service:
             raise NotFound(f"no answer {answer_id!r}")
         if turn["sql"] is None:
             raise ServiceError("that answer has no SQL, so no result to download")
-        return self.run_sql(key, turn["database"], turn["sql"])
+        checked, result = self.run_sql(key, turn["database"], turn["sql"])
+        # The SQL is kept as it ran, with the LIMIT the validator added: run again, that LIMIT
+        # is the statement's own, and a result it cuts no longer says so (run_validated tells
+        # only of a LIMIT it adds). The answer knew: as many rows as the cut answer had are cut.
+        if turn["truncated"] and not result.truncated and len(result.rows) >= turn["row_count"]:
+            result = replace(result, truncated=True)
+        return checked, result
 
     def conversation(self, key: ApiKey | None, conversation_id: str) -> dict[str, Any]:
         found = self.state.conversation(conversation_id)
