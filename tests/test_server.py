@@ -325,6 +325,58 @@ def test_beyond_max_concurrent_is_429_never_a_hang(tmp_path: Path, singers: Path
     assert first[0].status_code == 200 and first[0].json()["ok"]
 
 
+def test_queries_at_once_are_bounded_per_key_and_in_all(tmp_path: Path, singers: Path, monkeypatch) -> None:
+    """A person's SQL (/v1/sql, a correction, a CSV download) takes one of the places for
+    queries: beyond its key's share or the total it is told 429 with Retry-After at once,
+    never held behind the slow ones; the places come back when those end."""
+    from groundsql.server import service as service_module
+
+    gate, started = threading.Event(), threading.Semaphore(0)
+    run_validated = service_module.run_validated
+
+    def held_open(db, sql, policy):  # a slow query: runs until the test lets it end
+        if "slow" in sql:
+            started.release()
+            gate.wait(30)
+        return run_validated(db, sql, policy)
+
+    monkeypatch.setattr(service_module, "run_validated", held_open)
+    setup = config(tmp_path, singers, auth=True, max_concurrent_sql=3, max_concurrent_sql_per_key=2)
+    with live_server(setup, llm=Slow("SELECT Name FROM singer")) as (url, service):
+        a, b, c = ({"authorization": f"Bearer {service.state.add_key(name, [])}"} for name in "abc")
+        answer = httpx.post(f"{url}/v1/ask", json={"database": "singers", "question": "Singers?"}, headers=a).json()
+
+        def sql(headers: dict, text: str = "SELECT 1") -> httpx.Response:
+            return httpx.post(f"{url}/v1/sql", json={"database": "singers", "sql": text}, headers=headers, timeout=30)
+
+        slow: list[httpx.Response] = []
+        runners = [threading.Thread(target=lambda: slow.append(sql(a, "SELECT 1 AS slow"))) for _ in range(2)]
+        try:
+            for runner in runners:
+                runner.start()
+                assert started.acquire(timeout=10)
+            over_key = [sql(a), httpx.get(f"{url}/v1/answers/{answer['answer_id']}/result.csv", headers=a),
+                        httpx.post(f"{url}/v1/feedback", headers=a, json={
+                            "answer_id": answer["answer_id"], "verdict": "wrong", "corrected_sql": "SELECT 2"})]
+            other_key = sql(b)  # the third place, free for another key
+            runners.append(threading.Thread(target=lambda: slow.append(sql(b, "SELECT 1 AS slow"))))
+            runners[-1].start()
+            assert started.acquire(timeout=10)
+            over_all = sql(c)
+        finally:
+            gate.set()
+            for runner in runners:
+                runner.join()
+        after = sql(a)
+    for busy, says in [*((r, "2 queries are running for the key 'a'") for r in over_key),
+                       (over_all, "3 queries are running")]:
+        error = busy.json()["error"]
+        assert (busy.status_code, error["code"]) == (429, "busy") and int(busy.headers["retry-after"]) >= 1
+        assert error["message"].startswith(says + "; try again in ") and "\n" not in error["message"]
+    assert other_key.status_code == 200 and after.status_code == 200
+    assert [r.status_code for r in slow] == [200, 200, 200]
+
+
 def test_a_question_past_its_deadline_is_504(tmp_path: Path, singers: Path) -> None:
     with live_server(config(tmp_path, singers, deadline_s=1), llm=Slow(delay_s=3)) as (url, _):
         ask = {"database": "singers", "question": "How many singers?"}

@@ -346,7 +346,7 @@ def create_app(service: Service) -> FastAPI:
     async def ask(body: AskRequest, key: Caller, accept: Annotated[str | None, Header()] = None) -> Any:
         """Answer a question about a database (or continue a conversation)."""
         service.database(key, body.database)  # 404/403 before a slot is taken
-        service.take_slot()
+        service.questions.take(key)
         loop = asyncio.get_running_loop()
         events: asyncio.Queue[Step] = asyncio.Queue()
 
@@ -356,7 +356,7 @@ def create_app(service: Service) -> FastAPI:
                                    conversation_id=body.conversation_id,
                                    on_step=lambda step: loop.call_soon_threadsafe(events.put_nowait, step))
             finally:
-                service.release_slot()  # when the work ends, even after the client got a 504
+                service.questions.release(key)  # when the work ends, even after the client got a 504
 
         work = loop.run_in_executor(None, run)
         if accept and "text/event-stream" in accept:

@@ -135,13 +135,13 @@ def create_mcp(service: Service) -> MCPServer:
         and the same conversation_id. "out_of_scope": the data cannot answer; error says why."""
         key = _caller()
         service.database(key, database)  # not found or forbidden before a slot is taken
-        service.take_slot()  # Busy (all places taken) says when to try again
+        service.questions.take(key)  # Busy (all places taken) says when to try again
 
         def run() -> Asked:
             try:
                 return service.ask(key, database, question, strategy=strategy, conversation_id=conversation_id)
             finally:
-                service.release_slot()  # when the work ends, even after the caller was told of the deadline
+                service.questions.release(key)  # when the work ends, even after the caller was told of the deadline
 
         work = asyncio.get_running_loop().run_in_executor(None, run)
         try:
