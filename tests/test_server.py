@@ -81,11 +81,25 @@ def test_metadata_endpoints_and_clear_errors(tmp_path: Path, singers: Path) -> N
             (httpx.post(f"{url}/v1/ask", json={"database": "singers", "question": "x" * 2001}), 422, "invalid_request"),
             (httpx.post(f"{url}/v1/sql", json={"database": "singers", "sql": "SELECT 1 -- " + "x" * 300_000}),
              413, "too_large"),
+            # The same body in chunks, without a Content-Length: refused as it arrives, as 413 too.
+            (httpx.post(f"{url}/v1/sql", content=_chunked('{"database": "singers", "sql": "SELECT 1 -- ', 30, '"}'),
+                        headers={"content-type": "application/json"}), 413, "too_large"),
             (httpx.get(f"{url}/v1/conversations/nope"), 404, "not_found"),
         ]:
             body = response.json()
             assert (response.status_code, body["error"]["code"]) == (status, code), body
             assert "Traceback" not in body["error"]["message"] and "\n" not in body["error"]["message"]
+        within = httpx.post(f"{url}/v1/sql", content=_chunked('{"database": "singers", "sql": "SELECT 1 -- ', 3, '"}'),
+                            headers={"content-type": "application/json"})
+        assert within.status_code == 200 and within.json()["rows"] == [[1]]
+
+
+def _chunked(head: str, chunks: int, tail: str):
+    """A body sent in chunks of 10,000 bytes (httpx sends a generator chunked, with no length)."""
+    yield head.encode()
+    for _ in range(chunks):
+        yield b"x" * 10_000
+    yield tail.encode()
 
 
 # -- /v1/sql: the validator and the read-only executor, audited ----------------------------------------

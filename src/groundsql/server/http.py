@@ -663,13 +663,14 @@ class _DeadlinePassed(ServiceError):
         return f"the answer took longer than the {deadline_s:g} s deadline"
 
 
-class _TooLarge(ServiceError):
-    status, code = 413, "too_large"
-
-
 class _BodyLimit:
     """Refuses a body over `limit` bytes as JSON 413: by its Content-Length before reading it,
-    and while reading it when it comes in chunks."""
+    and while reading it when it comes in chunks (Transfer-Encoding: chunked, no length).
+
+    The body is read here, whole, before the app sees it: raised from inside the app's
+    `receive`, the refusal would reach FastAPI's body parsing, which takes any exception
+    there for a malformed body and answers 400. A body within the limit is handed on as
+    one message; what the client sends after it (a disconnect) comes as before."""
 
     def __init__(self, app: Any, limit: int) -> None:
         self.app, self.limit = app, limit
@@ -679,22 +680,34 @@ class _BodyLimit:
             return await self.app(scope, receive, send)
         declared = dict(scope["headers"]).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.limit:
-            response = _error(413, _TooLarge.code, self._sentence())
-            return await response(scope, receive, send)
+            return await self._refuse(scope, receive, send)
+        chunks: list[bytes] = []
         seen = 0
-
-        async def counted() -> Any:
-            nonlocal seen
+        while True:
             message = await receive()
-            seen += len(message.get("body", b""))
+            if message["type"] != "http.request":  # the client left before the body ended
+                return await self.app(scope, _replay([message], receive), send)
+            chunks.append(message.get("body", b""))
+            seen += len(chunks[-1])
             if seen > self.limit:
-                raise _TooLarge(self._sentence())
-            return message
+                return await self._refuse(scope, receive, send)
+            if not message.get("more_body", False):
+                break
+        whole = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+        await self.app(scope, _replay([whole], receive), send)
 
-        await self.app(scope, counted, send)
+    async def _refuse(self, scope: Any, receive: Any, send: Any) -> None:
+        response = _error(413, "too_large", f"the request body is larger than {self.limit:,} bytes")
+        await response(scope, receive, send)
 
-    def _sentence(self) -> str:
-        return f"the request body is larger than {self.limit:,} bytes"
+
+def _replay(messages: list[Any], receive: Any) -> Any:
+    """A `receive` that gives `messages` first, then what the client sends next."""
+
+    async def replayed() -> Any:
+        return messages.pop(0) if messages else await receive()
+
+    return replayed
 
 
 def _status_of(err: GroundsqlError) -> tuple[int, str]:
