@@ -102,6 +102,80 @@ def _chunked(head: str, chunks: int, tail: str):
     yield tail.encode()
 
 
+@pytest.mark.parametrize(("message", "said"), [
+    # A server path becomes its last part, wherever it is in the message and however written.
+    ("could not open Database('sqlite:////srv/data/concert_singer.sqlite'): unable to open database file",
+     "could not open Database('concert_singer.sqlite'): unable to open database file"),
+    ("no SQLite database at /home/ana/data/x.db", "no SQLite database at x.db"),
+    ("not saved: /srv/packs/sales/bank.jsonl:3: sql: refused table planets",
+     "not saved: bank.jsonl:3: sql: refused table planets"),
+    ("the server may not write to the pack's folder /srv/packs/sales", "the server may not write to the pack's folder sales"),
+    ("[PATH_NOT_FOUND] Path does not exist: file:/data/spark/warehouse/t.parquet.",
+     "[PATH_NOT_FOUND] Path does not exist: t.parquet."),
+    ('cannot read "/my data/x.db": permission denied', 'cannot read "x.db": permission denied'),
+    ("C:\\Users\\ana\\x.db is locked", "x.db is locked"),
+    ("~/.cache/groundsql/server/state.sqlite is busy", "state.sqlite is busy"),
+    # What only looks like one stays: an endpoint, a URL, division, a date, a MIME type.
+    ("no such endpoint (see /docs)", "no such endpoint (see /docs)"),
+    ("could not reach http://model-host:8080/v1/chat/completions", "could not reach http://model-host:8080/v1/chat/completions"),
+    ("near \"/\": syntax error in SELECT a/b, 2024/01/02, text/csv", "near \"/\": syntax error in SELECT a/b, 2024/01/02, text/csv"),
+    # One line: a driver's multi-line dump keeps its first; a JVM's class names and frames go.
+    ('column "x" does not exist\nLINE 1: SELECT x FROM t\n               ^\nHINT: Perhaps you meant "t.y".',
+     'column "x" does not exist'),
+    ("org.apache.spark.sql.AnalysisException: [TABLE_OR_VIEW_NOT_FOUND] The table t cannot be found.\n"
+     "\tat org.apache.spark.sql.catalyst.Foo.bar(Foo.scala:12)", "[TABLE_OR_VIEW_NOT_FOUND] The table t cannot be found."),
+    ("org.apache.hive.service.cli.HiveSQLException: Error running query: "
+     "java.util.concurrent.ExecutionException: Boxed Exception", "the database failed while running the query"),
+    ("java.lang.OutOfMemoryError: Java heap space\n\tat java.util.Arrays.copyOf(Arrays.java:3236)",
+     "the database ran out of memory for this query"),
+    ("java.lang.NullPointerException", "the database failed while running the query"),
+    ("refused function pg_sleep: pg_sleep() is not on the list", "refused function pg_sleep: pg_sleep() is not on the list"),
+    # Bounded: a long one is cut at a word, and says so.
+    ("word " * 200, ("word " * 80).strip()[:399].rsplit(" ", 1)[0] + "\u2026"),
+])
+def test_a_message_leaves_the_service_as_one_line_without_server_paths(message: str, said: str) -> None:
+    from groundsql.server.views import MAX_MESSAGE_CHARS, public_message
+
+    assert public_message(message) == said and len(said) <= MAX_MESSAGE_CHARS
+
+
+def failing_database(where: str):
+    """A run_validated whose database fails with a driver's message that names a server file."""
+    from groundsql.errors import DatabaseError
+
+    def failing(*_args):
+        raise DatabaseError(f"could not open {where}: disk I/O error\nDETAIL: the file is gone")
+
+    return failing
+
+
+def test_errors_a_key_sees_name_no_server_path(tmp_path: Path, singers: Path, monkeypatch, caplog) -> None:
+    """A database error names no folder of the server's in /v1/sql's error, an answer's error,
+    its stream's step details or the conversation's turns; the server's log has the whole."""
+    import logging
+
+    from groundsql.server import service as service_module
+    from groundsql.strategies import context as context_module
+
+    where = f"{tmp_path}/secret/place/data.sqlite"
+    monkeypatch.setattr(service_module, "run_validated", failing_database(where))
+    monkeypatch.setattr(context_module, "run_validated", failing_database(where))
+    caplog.set_level(logging.INFO, logger="groundsql")
+    ask = {"database": "singers", "question": "Singers?"}
+    with live_server(config(tmp_path, singers), llm=Slow("SELECT Name FROM singer")) as (url, _):
+        told = httpx.post(f"{url}/v1/sql", json={"database": "singers", "sql": "SELECT 1"}).json()["error"]
+        answer = httpx.post(f"{url}/v1/ask", json=ask).json()
+        with httpx.stream("POST", f"{url}/v1/ask", json=ask, headers={"accept": "text/event-stream"}) as stream:
+            events = _events(stream.iter_lines())
+        turns = httpx.get(f"{url}/v1/conversations/{answer['conversation_id']}").json()["turns"]
+    assert told == {"code": "database_error", "message": "could not open data.sqlite: disk I/O error"}
+    assert answer["error"].endswith("could not open data.sqlite: disk I/O error")
+    shown = json.dumps([answer, events, turns])
+    assert str(tmp_path) not in shown and "secret" not in shown and "DETAIL" not in shown
+    assert [e for name, e in events if name == "step" and "error" in e]  # the stream's steps said it too
+    assert any(where in r.getMessage() for r in caplog.records)
+
+
 # -- /v1/sql: the validator and the read-only executor, audited ----------------------------------------
 
 

@@ -366,9 +366,10 @@ class Service:
             return None, ("this database has no domain pack: draft one with `groundsql init --db URL --out DIR` "
                           "and serve it as the database's pack")
         if folder.resolve() == demo_pack_path().resolve():
+            # Named within the package: a caller is never shown where the server keeps its files.
             return folder, ("the demo's own pack is part of groundsql, so it is read-only here; copy the folder "
-                            f"{folder} and serve the copy as the database's pack (databases: demo: pack: DIR) "
-                            "to edit it")
+                            "groundsql/demo/pack of the installed package and serve the copy as the database's "
+                            "pack (databases: demo: pack: DIR) to edit it")
         if not os.access(folder, os.W_OK):
             return folder, f"the server may not write to the pack's folder {folder}"
         return folder, None
