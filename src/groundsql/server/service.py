@@ -1,7 +1,8 @@
 """The service: what the HTTP API and the MCP server both call, so there is one way of asking.
 
 It holds one `Session` per configured database (its model loaded once and its prompt prefix
-kept warm between requests), the state store, and the limit on questions answered at once.
+kept warm between requests), the state store, and the bounds on work at once (questions, and
+the queries people write).
 Every operation checks what the caller's key may use, and every statement it runs is audited.
 
 A database's domain pack is edited here too (packs/edit.py): only with an editor's key, each
