@@ -212,6 +212,27 @@ def test_ask_shares_the_concurrency_limit_and_the_deadline(tmp_path: Path, conce
     assert busy.startswith("1 questions are being answered; try again in ")
 
 
+def test_a_tool_error_and_an_answers_error_name_no_server_path(tmp_path: Path, concert_singer: Path,
+                                                              monkeypatch) -> None:
+    from groundsql.server import service as service_module
+    from groundsql.strategies import context as context_module
+    from tests.test_server import failing_database
+
+    where = f"{tmp_path}/secret/place/data.sqlite"
+    monkeypatch.setattr(service_module, "run_validated", failing_database(where))
+    monkeypatch.setattr(context_module, "run_validated", failing_database(where))
+
+    async def session(url: str) -> tuple[str, dict[str, Any]]:
+        async with http_client(url) as client:
+            return (await refused(client, "run_sql", database="singers", sql="SELECT 1"),
+                    await ok(client, "ask", database="singers", question="How many singers?"))
+
+    with live_server(config(tmp_path, concert_singer), llm=Slow()) as (url, _):
+        told, answer = asyncio.run(session(url))
+    assert told == "could not open data.sqlite: disk I/O error"
+    assert answer["error"].endswith("could not open data.sqlite: disk I/O error") and "secret" not in str(answer)
+
+
 # -- who may call ----------------------------------------------------------------------------------------
 
 

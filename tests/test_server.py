@@ -81,11 +81,99 @@ def test_metadata_endpoints_and_clear_errors(tmp_path: Path, singers: Path) -> N
             (httpx.post(f"{url}/v1/ask", json={"database": "singers", "question": "x" * 2001}), 422, "invalid_request"),
             (httpx.post(f"{url}/v1/sql", json={"database": "singers", "sql": "SELECT 1 -- " + "x" * 300_000}),
              413, "too_large"),
+            # The same body in chunks, without a Content-Length: refused as it arrives, as 413 too.
+            (httpx.post(f"{url}/v1/sql", content=_chunked('{"database": "singers", "sql": "SELECT 1 -- ', 30, '"}'),
+                        headers={"content-type": "application/json"}), 413, "too_large"),
             (httpx.get(f"{url}/v1/conversations/nope"), 404, "not_found"),
         ]:
             body = response.json()
             assert (response.status_code, body["error"]["code"]) == (status, code), body
             assert "Traceback" not in body["error"]["message"] and "\n" not in body["error"]["message"]
+        within = httpx.post(f"{url}/v1/sql", content=_chunked('{"database": "singers", "sql": "SELECT 1 -- ', 3, '"}'),
+                            headers={"content-type": "application/json"})
+        assert within.status_code == 200 and within.json()["rows"] == [[1]]
+
+
+def _chunked(head: str, chunks: int, tail: str):
+    """A body sent in chunks of 10,000 bytes (httpx sends a generator chunked, with no length)."""
+    yield head.encode()
+    for _ in range(chunks):
+        yield b"x" * 10_000
+    yield tail.encode()
+
+
+@pytest.mark.parametrize(("message", "said"), [
+    # A server path becomes its last part, wherever it is in the message and however written.
+    ("could not open Database('sqlite:////srv/data/concert_singer.sqlite'): unable to open database file",
+     "could not open Database('concert_singer.sqlite'): unable to open database file"),
+    ("no SQLite database at /home/ana/data/x.db", "no SQLite database at x.db"),
+    ("not saved: /srv/packs/sales/bank.jsonl:3: sql: refused table planets",
+     "not saved: bank.jsonl:3: sql: refused table planets"),
+    ("the server may not write to the pack's folder /srv/packs/sales", "the server may not write to the pack's folder sales"),
+    ("[PATH_NOT_FOUND] Path does not exist: file:/data/spark/warehouse/t.parquet.",
+     "[PATH_NOT_FOUND] Path does not exist: t.parquet."),
+    ('cannot read "/my data/x.db": permission denied', 'cannot read "x.db": permission denied'),
+    ("C:\\Users\\ana\\x.db is locked", "x.db is locked"),
+    ("~/.cache/groundsql/server/state.sqlite is busy", "state.sqlite is busy"),
+    # What only looks like one stays: an endpoint, a URL, division, a date, a MIME type.
+    ("no such endpoint (see /docs)", "no such endpoint (see /docs)"),
+    ("could not reach http://model-host:8080/v1/chat/completions", "could not reach http://model-host:8080/v1/chat/completions"),
+    ("near \"/\": syntax error in SELECT a/b, 2024/01/02, text/csv", "near \"/\": syntax error in SELECT a/b, 2024/01/02, text/csv"),
+    # One line: a driver's multi-line dump keeps its first; a JVM's class names and frames go.
+    ('column "x" does not exist\nLINE 1: SELECT x FROM t\n               ^\nHINT: Perhaps you meant "t.y".',
+     'column "x" does not exist'),
+    ("org.apache.spark.sql.AnalysisException: [TABLE_OR_VIEW_NOT_FOUND] The table t cannot be found.\n"
+     "\tat org.apache.spark.sql.catalyst.Foo.bar(Foo.scala:12)", "[TABLE_OR_VIEW_NOT_FOUND] The table t cannot be found."),
+    ("org.apache.hive.service.cli.HiveSQLException: Error running query: "
+     "java.util.concurrent.ExecutionException: Boxed Exception", "the database failed while running the query"),
+    ("java.lang.OutOfMemoryError: Java heap space\n\tat java.util.Arrays.copyOf(Arrays.java:3236)",
+     "the database ran out of memory for this query"),
+    ("java.lang.NullPointerException", "the database failed while running the query"),
+    ("refused function pg_sleep: pg_sleep() is not on the list", "refused function pg_sleep: pg_sleep() is not on the list"),
+    # Bounded: a long one is cut at a word, and says so.
+    ("word " * 200, ("word " * 80).strip()[:399].rsplit(" ", 1)[0] + "\u2026"),
+])
+def test_a_message_leaves_the_service_as_one_line_without_server_paths(message: str, said: str) -> None:
+    from groundsql.server.views import MAX_MESSAGE_CHARS, public_message
+
+    assert public_message(message) == said and len(said) <= MAX_MESSAGE_CHARS
+
+
+def failing_database(where: str):
+    """A run_validated whose database fails with a driver's message that names a server file."""
+    from groundsql.errors import DatabaseError
+
+    def failing(*_args):
+        raise DatabaseError(f"could not open {where}: disk I/O error\nDETAIL: the file is gone")
+
+    return failing
+
+
+def test_errors_a_key_sees_name_no_server_path(tmp_path: Path, singers: Path, monkeypatch, caplog) -> None:
+    """A database error names no folder of the server's in /v1/sql's error, an answer's error,
+    its stream's step details or the conversation's turns; the server's log has the whole."""
+    import logging
+
+    from groundsql.server import service as service_module
+    from groundsql.strategies import context as context_module
+
+    where = f"{tmp_path}/secret/place/data.sqlite"
+    monkeypatch.setattr(service_module, "run_validated", failing_database(where))
+    monkeypatch.setattr(context_module, "run_validated", failing_database(where))
+    caplog.set_level(logging.INFO, logger="groundsql")
+    ask = {"database": "singers", "question": "Singers?"}
+    with live_server(config(tmp_path, singers), llm=Slow("SELECT Name FROM singer")) as (url, _):
+        told = httpx.post(f"{url}/v1/sql", json={"database": "singers", "sql": "SELECT 1"}).json()["error"]
+        answer = httpx.post(f"{url}/v1/ask", json=ask).json()
+        with httpx.stream("POST", f"{url}/v1/ask", json=ask, headers={"accept": "text/event-stream"}) as stream:
+            events = _events(stream.iter_lines())
+        turns = httpx.get(f"{url}/v1/conversations/{answer['conversation_id']}").json()["turns"]
+    assert told == {"code": "database_error", "message": "could not open data.sqlite: disk I/O error"}
+    assert answer["error"].endswith("could not open data.sqlite: disk I/O error")
+    shown = json.dumps([answer, events, turns])
+    assert str(tmp_path) not in shown and "secret" not in shown and "DETAIL" not in shown
+    assert [e for name, e in events if name == "step" and "error" in e]  # the stream's steps said it too
+    assert any(where in r.getMessage() for r in caplog.records)
 
 
 # -- /v1/sql: the validator and the read-only executor, audited ----------------------------------------
@@ -255,18 +343,20 @@ def test_feedback_teaches_the_database(tmp_path: Path, singers: Path) -> None:
                        ("Who is the youngest singer?", "SELECT Name FROM singer ORDER BY Age ASC LIMIT 1")]
 
 
-def test_a_result_downloads_as_csv_and_a_cut_one_says_so(tmp_path: Path, singers: Path) -> None:
-    """The answer's SQL runs again, read-only, under the row cap: a cut result says it is cut
-    (file name, header); a text a spreadsheet would run as a formula is quoted; an unknown
-    answer is not found."""
+@pytest.mark.parametrize("cap", [{"database": {"max_rows": 3}}, {"safety": {"default_limit": 3}}],
+                         ids=["row cap", "added LIMIT"])
+def test_a_result_downloads_as_csv_and_a_cut_one_says_so(tmp_path: Path, singers: Path, cap: dict) -> None:
+    """The answer's SQL runs again, read-only, under the row cap: a result cut (by the row cap,
+    or by the LIMIT the validator added, which the SQL kept then carries as its own) says it
+    is cut (file name, header); a text a spreadsheet would run as a formula is quoted; an
+    unknown answer is not found."""
     import csv
     import io
     import sqlite3
 
     with sqlite3.connect(singers) as conn:
         conn.execute("UPDATE singer SET Country = '=HYPERLINK(\"http://x\")' WHERE Singer_ID = 1")
-    capped = {"databases": {"singers": {"url": str(singers), "strategy": "zero-shot",
-                                        "settings": {"database": {"max_rows": 3}}}}}
+    capped = {"databases": {"singers": {"url": str(singers), "strategy": "zero-shot", "settings": cap}}}
     model = Slow("SELECT Singer_ID, Name, Country FROM singer ORDER BY Singer_ID")
     with live_server({**config(tmp_path, singers), **capped}, llm=model) as (url, _):
         answer = httpx.post(f"{url}/v1/ask", json={"database": "singers", "question": "List the singers"}).json()
@@ -281,6 +371,29 @@ def test_a_result_downloads_as_csv_and_a_cut_one_says_so(tmp_path: Path, singers
         assert rows[1][2] == "'=HYPERLINK(\"http://x\")" and rows[2][1] == answer["rows"][1][1]
         missing = httpx.get(f"{url}/v1/answers/nope/result.csv")
         assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
+
+
+@pytest.mark.parametrize(("value", "written"), [
+    ("=1+1", "'=1+1"), ("+1", "'+1"), ("-1", "'-1"), ("@SUM(A1)", "'@SUM(A1)"),
+    ("\tx", "'\tx"), ("\rx", "'\rx"),
+    # Spreadsheets skip leading whitespace: any kind, Unicode too.
+    (" =1+1", "' =1+1"), ("\n=1+1", "'\n=1+1"), ("\r\n@x", "'\r\n@x"), ("\xa0=1", "'\xa0=1"),
+    ("\u3000+1", "'\u3000+1"), ("\u2003 -1", "'\u2003 -1"),
+    # ... and invisible format characters; and they read full-width (and small) signs as ASCII ones.
+    ("\u200b=1", "'\u200b=1"), ("\ufeff=1", "'\ufeff=1"),
+    ("\uff1d1+1", "'\uff1d1+1"), ("\uff0b1", "'\uff0b1"), ("\uff0d1", "'\uff0d1"), ("\uff20x", "'\uff20x"),
+    ("\ufe66cmd", "'\ufe66cmd"), (" \uff1dx", "' \uff1dx"),
+    # Text that is not a formula stays as it is.
+    ("a=1", "a=1"), ("1-2", "1-2"), ("x@y.z", "x@y.z"), ("  plain", "  plain"), ("", ""), ("\uff41", "\uff41"),
+])
+def test_a_csv_cell_a_spreadsheet_would_run_is_quoted(value: str, written: str) -> None:
+    import csv
+    import io
+
+    from groundsql.server.views import csv_text
+
+    rows = list(csv.reader(io.StringIO(csv_text([value], [(value, 5)]), newline="")))
+    assert rows == [[written], [written, "5"]]
 
 
 # -- limits -----------------------------------------------------------------------------------------------
@@ -298,6 +411,58 @@ def test_beyond_max_concurrent_is_429_never_a_hang(tmp_path: Path, singers: Path
         runner.join()
     assert busy.status_code == 429 and int(busy.headers["retry-after"]) >= 1
     assert first[0].status_code == 200 and first[0].json()["ok"]
+
+
+def test_queries_at_once_are_bounded_per_key_and_in_all(tmp_path: Path, singers: Path, monkeypatch) -> None:
+    """A person's SQL (/v1/sql, a correction, a CSV download) takes one of the places for
+    queries: beyond its key's share or the total it is told 429 with Retry-After at once,
+    never held behind the slow ones; the places come back when those end."""
+    from groundsql.server import service as service_module
+
+    gate, started = threading.Event(), threading.Semaphore(0)
+    run_validated = service_module.run_validated
+
+    def held_open(db, sql, policy):  # a slow query: runs until the test lets it end
+        if "slow" in sql:
+            started.release()
+            gate.wait(30)
+        return run_validated(db, sql, policy)
+
+    monkeypatch.setattr(service_module, "run_validated", held_open)
+    setup = config(tmp_path, singers, auth=True, max_concurrent_sql=3, max_concurrent_sql_per_key=2)
+    with live_server(setup, llm=Slow("SELECT Name FROM singer")) as (url, service):
+        a, b, c = ({"authorization": f"Bearer {service.state.add_key(name, [])}"} for name in "abc")
+        answer = httpx.post(f"{url}/v1/ask", json={"database": "singers", "question": "Singers?"}, headers=a).json()
+
+        def sql(headers: dict, text: str = "SELECT 1") -> httpx.Response:
+            return httpx.post(f"{url}/v1/sql", json={"database": "singers", "sql": text}, headers=headers, timeout=30)
+
+        slow: list[httpx.Response] = []
+        runners = [threading.Thread(target=lambda: slow.append(sql(a, "SELECT 1 AS slow"))) for _ in range(2)]
+        try:
+            for runner in runners:
+                runner.start()
+                assert started.acquire(timeout=10)
+            over_key = [sql(a), httpx.get(f"{url}/v1/answers/{answer['answer_id']}/result.csv", headers=a),
+                        httpx.post(f"{url}/v1/feedback", headers=a, json={
+                            "answer_id": answer["answer_id"], "verdict": "wrong", "corrected_sql": "SELECT 2"})]
+            other_key = sql(b)  # the third place, free for another key
+            runners.append(threading.Thread(target=lambda: slow.append(sql(b, "SELECT 1 AS slow"))))
+            runners[-1].start()
+            assert started.acquire(timeout=10)
+            over_all = sql(c)
+        finally:
+            gate.set()
+            for runner in runners:
+                runner.join()
+        after = sql(a)
+    for busy, says in [*((r, "2 queries are running for the key 'a'") for r in over_key),
+                       (over_all, "3 queries are running")]:
+        error = busy.json()["error"]
+        assert (busy.status_code, error["code"]) == (429, "busy") and int(busy.headers["retry-after"]) >= 1
+        assert error["message"].startswith(says + "; try again in ") and "\n" not in error["message"]
+    assert other_key.status_code == 200 and after.status_code == 200
+    assert [r.status_code for r in slow] == [200, 200, 200]
 
 
 def test_a_question_past_its_deadline_is_504(tmp_path: Path, singers: Path) -> None:
@@ -449,6 +614,6 @@ def test_a_state_store_made_before_clarifications_gets_the_column(tmp_path: Path
     conversation = store.start_conversation("demo", None)
     from groundsql.conversation import Turn
 
-    store.add_turn(conversation, Turn("q", "q", "SELECT 1"), None)
-    assert store.history(conversation)[0].clarification is None
-    assert "clarification" in {c["name"] for c in sa.inspect(store.engine).get_columns("turns")}
+    answer = store.add_turn(conversation, Turn("q", "q", "SELECT 1"), None)
+    assert store.history(conversation)[0].clarification is None and not store.turn(answer)["truncated"]
+    assert {"clarification", "truncated"} <= {c["name"] for c in sa.inspect(store.engine).get_columns("turns")}

@@ -398,6 +398,41 @@ def test_tables_the_database_lacks_are_refused_with_its_catalog() -> None:
     assert (err.construct, err.reason) == ("table nosuch", "there is no table nosuch in this database")
 
 
+# A CTE is read by the name the database compares: without case in SQLite, DuckDB, Spark and
+# MySQL; PostgreSQL folds unquoted names to lower case and keeps quoted ones as written.
+_CTE_CATALOG = Catalog(tables={"t": frozenset({"a"}), "users": frozenset({"id", "ssn"})}, user_functions=frozenset())
+
+
+@pytest.mark.parametrize(("dialect", "sql"), [
+    ("sqlite", "WITH Abc AS (SELECT a FROM t) SELECT a FROM abc"),
+    ("sqlite", 'WITH "Abc" AS (SELECT a FROM t) SELECT a FROM ABC AS x'),
+    ("sqlite", "WITH Abc AS (SELECT a FROM t) SELECT s.a FROM (SELECT a FROM ABC) AS s"),
+    ("duckdb", 'WITH "Abc" AS (SELECT a FROM t) SELECT a FROM abc'),
+    ("spark", "WITH Abc AS (SELECT a FROM t) SELECT a FROM abc"),
+    ("mysql", "WITH Abc AS (SELECT a FROM t) SELECT a FROM abc"),
+    ("postgres", "WITH Abc AS (SELECT a FROM t) SELECT a FROM abc"),
+    ("postgres", "WITH abc AS (SELECT a FROM t) SELECT a FROM ABC"),
+    ("postgres", 'WITH Abc AS (SELECT a FROM t) SELECT a FROM "abc"'),
+    ("postgres", 'WITH "Abc" AS (SELECT a FROM t) SELECT a FROM "Abc"'),
+])
+def test_a_cte_is_found_in_the_letter_case_its_dialect_allows(dialect: str, sql: str) -> None:
+    assert validate_sql(sql, dialect, catalog=_CTE_CATALOG).tables == ("t",)
+
+
+@pytest.mark.parametrize(("dialect", "sql", "construct"), [
+    # A quoted name keeps its case in PostgreSQL: abc is a table, and there is none.
+    ("postgres", 'WITH "Abc" AS (SELECT a FROM t) SELECT a FROM abc', "table abc"),
+    # Spelt as the CTE, but Users is the table users to PostgreSQL: its hidden ssn would be read.
+    ("postgres", 'WITH "Users" AS (SELECT 1 AS ssn) SELECT ssn FROM Users', "table users"),
+    ("postgres", 'WITH "Users" AS (SELECT 1 AS ssn) SELECT u.ssn FROM Users AS u', "table users"),
+    # MySQL compares table names as its server is set: a table of the name is checked as the table.
+    ("mysql", "WITH Users AS (SELECT 1 AS ssn) SELECT ssn FROM users", "column users.ssn"),
+])
+def test_a_name_the_database_reads_as_a_table_is_checked_as_one(dialect: str, sql: str, construct: str) -> None:
+    hidden = SafetyConfig(allowed_columns={"users": frozenset({"id"})})
+    assert refusal(sql, dialect, hidden, _CTE_CATALOG).construct == construct
+
+
 def test_duckdb_describe_summarize_and_show_tables() -> None:
     assert validate_sql("DESCRIBE users", "duckdb").sql == "DESCRIBE users"
     assert validate_sql("SUMMARIZE users", "duckdb").tables == ("users",)
@@ -451,6 +486,34 @@ def test_analytic_sql_passes_everywhere(sql: str, dialect: str) -> None:
 )
 def test_dialect_specific_analytics_pass(sql: str, dialect: str) -> None:
     assert validate_sql(sql, dialect).sql
+
+
+# GROUPING() (and GROUPING_ID() where the dialect has it) tells ROLLUP's and CUBE's subtotal
+# rows from the others; SQLite has neither ROLLUP nor CUBE.
+@pytest.mark.parametrize(("dialect", "sql"), [
+    ("postgres", "SELECT a, b, GROUPING(a, b), SUM(c) FROM t GROUP BY ROLLUP (a, b)"),
+    ("postgres", "SELECT a, GROUPING(a) FROM t GROUP BY CUBE (a)"),
+    ("duckdb", "SELECT a, GROUPING(a), GROUPING_ID(a, b) FROM t GROUP BY CUBE (a, b)"),
+    ("mysql", "SELECT a, GROUPING(a) FROM t GROUP BY a WITH ROLLUP"),
+    ("spark", "SELECT a, grouping(a), grouping_id(a, b) FROM t GROUP BY CUBE (a, b)"),
+])
+def test_grouping_goes_with_rollup_and_cube(dialect: str, sql: str) -> None:
+    assert validate_sql(sql, dialect).sql
+
+
+@pytest.mark.parametrize(("dialect", "sql"), [
+    ("postgres", "SELECT GROUPING_ID(a) FROM t GROUP BY ROLLUP (a)"),
+    ("mysql", "SELECT GROUPING_ID(a) FROM t GROUP BY a WITH ROLLUP"),
+    ("sqlite", "SELECT grouping(a) FROM t GROUP BY a"),
+])
+def test_grouping_functions_a_dialect_lacks_stay_refused(dialect: str, sql: str) -> None:
+    assert refusal(sql, dialect).construct.startswith("function grouping")
+
+
+def test_grouping_runs_on_duckdb(duckdb_db) -> None:
+    sql = validate_sql("SELECT status, GROUPING(status), GROUPING_ID(status), COUNT(*) FROM orders "
+                       "GROUP BY ROLLUP (status) ORDER BY 2, 1", "duckdb").sql
+    assert duckdb_db.execute(sql).fetchall()[-1] == (None, 1, 1, 4)
 
 
 def test_sqlite_comma_joins_stay_comma_joins() -> None:

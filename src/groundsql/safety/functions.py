@@ -46,7 +46,9 @@ _COMMON = " ".join((_AGGREGATES, _WINDOW, _MATH, _STRING, _CONDITIONAL, _SYNTAX)
 #: The names above that are syntax, not functions (a grammar writes them as keywords).
 SYNTAX = frozenset(_SYNTAX.split())
 
-# Per dialect, what its date handling, regular expressions and JSON need on top.
+# Per dialect, what its date handling, regular expressions and JSON need on top; and where
+# it has ROLLUP and CUBE, GROUPING() (GROUPING_ID() in DuckDB and Spark; MySQL 8 has GROUPING,
+# MariaDB neither, which then says so itself).
 _DIALECT_EXTRA = {
     "sqlite": """
         date time datetime julianday unixepoch strftime timediff typeof hex quote like glob
@@ -62,7 +64,7 @@ _DIALECT_EXTRA = {
         regexp_split_to_array string_to_array array_to_string array_length cardinality
         unnest generate_series jsonb_extract_path_text json_extract_path_text jsonb_typeof
         json_typeof jsonb_array_length json_array_length to_json to_jsonb row_to_json
-        width_bucket scale factorial pg_typeof btrim bit_length encode decode
+        width_bucket scale factorial pg_typeof btrim bit_length encode decode grouping
     """,
     "duckdb": """
         date_part datepart date_trunc datetrunc date_diff datediff date_sub date_add age now
@@ -75,7 +77,7 @@ _DIALECT_EXTRA = {
         arg_min arg_max argmin argmax min_by max_by count_if any_value first last
         approx_count_distinct fsum favg list list_value struct_pack round_even even factorial
         bit_length range list_transform list_filter list_sort list_distinct list_contains
-        list_has list_sum list_aggregate array_to_string
+        list_has list_sum list_aggregate array_to_string grouping grouping_id
     """,
     # MySQL and MariaDB (sqlglot's "mysql"). Not listed, so refused: LOAD_FILE, SLEEP,
     # BENCHMARK, GET_LOCK and the other lock functions, MASTER_POS_WAIT and its kin,
@@ -93,7 +95,7 @@ _DIALECT_EXTRA = {
         regexp_instr truncate rand log2 log10 std stddev variance bit_xor json_arrayagg
         json_objectagg json_extract json_unquote json_length json_keys json_contains
         json_contains_path json_type json_valid json_object json_array json_search json_value
-        json_query json_depth
+        json_query json_depth grouping
     """,
     # Spark SQL (and Databricks SQL, largely the same). Not listed, so refused: reflect,
     # java_method and try_reflect (they call Java methods), input_file_name and its kin (the
@@ -111,7 +113,7 @@ _DIALECT_EXTRA = {
         bround log1p expm1 hypot pmod rint signum size array_contains element_at array
         sort_array array_join array_distinct explode posexplode struct named_struct map
         coalesce hex unhex sha1 sha2 crc32 hash base64 unbase64 bit_length char_length
-        elt repeat space startswith endswith contains btrim len
+        elt repeat space startswith endswith contains btrim len grouping grouping_id
     """,
 }
 

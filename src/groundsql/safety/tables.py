@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
 from sqlglot.optimizer.scope import Scope
 
 from groundsql.config import SafetyConfig
@@ -159,7 +160,7 @@ def check_tables_and_columns(
     catalog: "Catalog | None",
 ) -> tuple[str, ...]:
     names = _Names(policy, dialect, catalog)
-    cte_refs = _cte_references(scopes)
+    cte_refs = _cte_references(scopes, names)
     tables: set[str] = set()
     # Every Table node not positively resolved to a CTE counts as a base table, so a table
     # in a position scope analysis does not model is checked rather than skipped.
@@ -191,15 +192,54 @@ def _is_base_table(source: object) -> bool:
     return isinstance(source, exp.Table) and isinstance(source.this, exp.Identifier)
 
 
-def _cte_references(scopes: list[Scope]) -> set[int]:
+def _cte_references(scopes: list[Scope], names: _Names) -> set[int]:
+    """The Table nodes that read a CTE, by the database's rule for comparing names: sqlglot's
+    scopes match names as written, but SQLite, DuckDB and Spark compare them without case,
+    and PostgreSQL folds unquoted names to lower case (`WITH Abc ...` is read `FROM abc`,
+    while a quoted "Abc" is another name than abc)."""
     refs: set[int] = set()
     for scope in scopes:
+        visible = {_folded(_cte_name(cte), names.dialect): cte for cte in scope.cte_sources.values()}
         for table in scope.tables:
             if table.db:
                 continue
-            if isinstance(scope.sources.get(table.alias_or_name), Scope):
+            folded = _folded(table.this, names.dialect)
+            source = scope.sources.get(table.alias_or_name)
+            if isinstance(source, Scope):
+                if folded not in visible:
+                    # Spelt as the CTE, yet another name to the database (PostgreSQL: the CTE
+                    # "Users" read as Users, which is the table users): the scopes would check
+                    # the CTE's columns while the database reads the table's.
+                    key = table_key(table, names.dialect)
+                    raise UnsafeSQLError(f"table {key}", f"{table.sql(dialect=names.dialect)} is the table {key}, "
+                                                         f"not the CTE {_cte_name(source).sql(dialect=names.dialect)}; "
+                                                         "write the CTE's name as its WITH clause does")
+                refs.add(id(table))
+            elif folded in visible and _reads_cte(folded, names):
                 refs.add(id(table))
     return refs
+
+
+def _cte_name(cte: Scope) -> exp.Identifier:
+    # The CTE's scope is its query; a recursive CTE's, inside its own body, the anchor arm.
+    return cte.expression.find_ancestor(exp.CTE).args["alias"].this
+
+
+def _folded(name: exp.Identifier, dialect: str) -> str:
+    """A name as the dialect compares a CTE's (sqlglot knows each one's rule; MySQL's is below)."""
+    if dialect == "mysql":
+        return name.name.lower()
+    return Dialect.get_or_raise(dialect).normalize_identifier(name.copy()).name
+
+
+def _reads_cte(folded: str, names: _Names) -> bool:
+    """Whether a name that matches a CTE only as the dialect compares names reads the CTE.
+    MySQL compares table names as the server's lower_case_table_names says, and CTE names
+    without case (MariaDB 10.11 with lower_case_table_names = 0): a reference is surely the
+    CTE only where no table of that name exists; elsewhere it is checked as the table."""
+    if names.dialect != "mysql":
+        return True
+    return names.catalog is not None and folded not in names.catalog.tables
 
 
 def _selected(scope: Scope | None) -> list[tuple[str, object]]:

@@ -33,7 +33,7 @@ from groundsql.server.metrics import Metrics
 from groundsql.packs.edit import Edit
 from groundsql.server.service import Asked, Busy, Served, Service, ServiceError, Unauthorized
 from groundsql.server.state import ApiKey
-from groundsql.server.views import AnswerView, csv_text, json_rows
+from groundsql.server.views import AnswerView, csv_text, json_rows, public_errors, public_message
 from groundsql.strategies import Step
 from groundsql.strategies.answer import json_value
 from groundsql.strategies.grounded import pack_for
@@ -346,7 +346,7 @@ def create_app(service: Service) -> FastAPI:
     async def ask(body: AskRequest, key: Caller, accept: Annotated[str | None, Header()] = None) -> Any:
         """Answer a question about a database (or continue a conversation)."""
         service.database(key, body.database)  # 404/403 before a slot is taken
-        service.take_slot()
+        service.questions.take(key)
         loop = asyncio.get_running_loop()
         events: asyncio.Queue[Step] = asyncio.Queue()
 
@@ -356,7 +356,7 @@ def create_app(service: Service) -> FastAPI:
                                    conversation_id=body.conversation_id,
                                    on_step=lambda step: loop.call_soon_threadsafe(events.put_nowait, step))
             finally:
-                service.release_slot()  # when the work ends, even after the client got a 504
+                service.questions.release(key)  # when the work ends, even after the client got a 504
 
         work = loop.run_in_executor(None, run)
         if accept and "text/event-stream" in accept:
@@ -425,7 +425,8 @@ def create_app(service: Service) -> FastAPI:
             id=found["id"], database=found["database"], created_at=found["created_at"].isoformat(),
             turns=[TurnView(answer_id=t["id"], question=t["question"], standalone_question=t["standalone"],
                             sql=t["sql"], columns=json.loads(t["columns"]), row_count=t["row_count"],
-                            error=t["error"], created_at=t["created_at"].isoformat()) for t in found["turns"]])
+                            error=public_message(t["error"]) if t["error"] else None,
+                            created_at=t["created_at"].isoformat()) for t in found["turns"]])
 
     _add_page(app)
 
@@ -433,7 +434,8 @@ def create_app(service: Service) -> FastAPI:
     def pack(name: str, key: Caller) -> PackView:
         """The database's pack as entries a person may read and (with an editor's key) edit."""
         found = service.pack(key, name)
-        return PackView(database=name, read_only=found["read_only"], may_edit=found["may_edit"],
+        read_only = public_message(found["read_only"]) if found["read_only"] else None
+        return PackView(database=name, read_only=read_only, may_edit=found["may_edit"],
                         entries=[PackEntry(**e.to_dict()) for e in found["entries"]],
                         collections=found["collections"])
 
@@ -464,12 +466,12 @@ def create_app(service: Service) -> FastAPI:
 
     @app.get("/v1/databases/{name}/benchmarks", response_model=BenchmarksView)
     def benchmarks(name: str, key: Caller) -> BenchmarksView:
-        return BenchmarksView(**service.benchmarks(key, name))
+        return BenchmarksView(**public_errors(service.benchmarks(key, name)))
 
     @app.get("/v1/databases/{name}/benchmarks/{run}", response_model=BenchmarkRunView)
     def benchmark(name: str, run: str, key: Caller) -> BenchmarkRunView:
         """One run: each answer with its reason, the reason in the run before, and regressions."""
-        return BenchmarkRunView(**service.benchmark(key, name, run))
+        return BenchmarkRunView(**public_errors(service.benchmark(key, name, run)))
 
     @app.post("/v1/databases/{name}/benchmarks/{run}/overrides")
     def override(name: str, run: str, body: OverrideRequest, key: Caller) -> dict[str, Any]:
@@ -514,7 +516,7 @@ def _event(name: str, data: Any) -> bytes:
 def _step_event(step: Step) -> bytes:
     # Its details too (the SQL tried, its rows or error): the page shows each attempt from them.
     return _event("step", {"stage": step.name, "seconds": round(step.elapsed_s, 4),
-                           **{k: json_value(v) for k, v in step.detail.items()}})
+                           **public_errors({k: json_value(v) for k, v in step.detail.items()})})
 
 
 async def _stream(work: asyncio.Future[Asked], events: asyncio.Queue[Step], deadline_s: float,
@@ -537,7 +539,7 @@ async def _stream(work: asyncio.Future[Asked], events: asyncio.Queue[Step], dead
             asked = work.result()
         except GroundsqlError as err:
             status, code = _status_of(err)
-            yield _event("error", {"code": code, "message": str(err)})
+            yield _event("error", {"code": code, "message": _told(err, "/v1/ask")})
             return
         except Exception:  # noqa: BLE001 - a bug must not leak a traceback into the stream
             log.exception("internal error while answering")
@@ -663,13 +665,14 @@ class _DeadlinePassed(ServiceError):
         return f"the answer took longer than the {deadline_s:g} s deadline"
 
 
-class _TooLarge(ServiceError):
-    status, code = 413, "too_large"
-
-
 class _BodyLimit:
     """Refuses a body over `limit` bytes as JSON 413: by its Content-Length before reading it,
-    and while reading it when it comes in chunks."""
+    and while reading it when it comes in chunks (Transfer-Encoding: chunked, no length).
+
+    The body is read here, whole, before the app sees it: raised from inside the app's
+    `receive`, the refusal would reach FastAPI's body parsing, which takes any exception
+    there for a malformed body and answers 400. A body within the limit is handed on as
+    one message; what the client sends after it (a disconnect) comes as before."""
 
     def __init__(self, app: Any, limit: int) -> None:
         self.app, self.limit = app, limit
@@ -679,22 +682,34 @@ class _BodyLimit:
             return await self.app(scope, receive, send)
         declared = dict(scope["headers"]).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.limit:
-            response = _error(413, _TooLarge.code, self._sentence())
-            return await response(scope, receive, send)
+            return await self._refuse(scope, receive, send)
+        chunks: list[bytes] = []
         seen = 0
-
-        async def counted() -> Any:
-            nonlocal seen
+        while True:
             message = await receive()
-            seen += len(message.get("body", b""))
+            if message["type"] != "http.request":  # the client left before the body ended
+                return await self.app(scope, _replay([message], receive), send)
+            chunks.append(message.get("body", b""))
+            seen += len(chunks[-1])
             if seen > self.limit:
-                raise _TooLarge(self._sentence())
-            return message
+                return await self._refuse(scope, receive, send)
+            if not message.get("more_body", False):
+                break
+        whole = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+        await self.app(scope, _replay([whole], receive), send)
 
-        await self.app(scope, counted, send)
+    async def _refuse(self, scope: Any, receive: Any, send: Any) -> None:
+        response = _error(413, "too_large", f"the request body is larger than {self.limit:,} bytes")
+        await response(scope, receive, send)
 
-    def _sentence(self) -> str:
-        return f"the request body is larger than {self.limit:,} bytes"
+
+def _replay(messages: list[Any], receive: Any) -> Any:
+    """A `receive` that gives `messages` first, then what the client sends next."""
+
+    async def replayed() -> Any:
+        return messages.pop(0) if messages else await receive()
+
+    return replayed
 
 
 def _status_of(err: GroundsqlError) -> tuple[int, str]:
@@ -711,8 +726,17 @@ def _status_of(err: GroundsqlError) -> tuple[int, str]:
 
 def _error(status: int, code: str, message: str, headers: dict[str, str] | None = None,
            extra: dict[str, Any] | None = None) -> JSONResponse:
-    return JSONResponse({"error": {"code": code, "message": message, **(extra or {})}}, status_code=status,
-                        headers=headers)
+    return JSONResponse({"error": {"code": code, "message": public_message(message), **(extra or {})}},
+                        status_code=status, headers=headers)
+
+
+def _told(err: GroundsqlError, route: str) -> str:
+    """The caller's sentence for an error; the whole of it, server paths and all, goes to the
+    server's log when the caller's is shorter."""
+    said = public_message(str(err))
+    if said != str(err):
+        log.info("%s: told the caller %r for: %s", route, said, err)
+    return said
 
 
 def _install_error_handlers(app: FastAPI, metrics: Metrics) -> None:
@@ -725,7 +749,7 @@ def _install_error_handlers(app: FastAPI, metrics: Metrics) -> None:
         headers = {"Retry-After": str(err.retry_after_s)} if isinstance(err, Busy) else None
         if isinstance(err, Unauthorized):
             headers = {"WWW-Authenticate": "Bearer"}
-        return _error(status, code, str(err), headers, getattr(err, "extra", None))
+        return _error(status, code, _told(err, route), headers, getattr(err, "extra", None))
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_request: Request, err: RequestValidationError) -> JSONResponse:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import logging
 import os
 import sys
 import time
@@ -32,9 +33,11 @@ from groundsql.errors import GroundsqlError
 from groundsql.server.config import ServeConfig
 from groundsql.server.service import Asked, Service, ServiceError, Unauthorized
 from groundsql.server.state import ApiKey
-from groundsql.server.views import AnswerView, json_rows
+from groundsql.server.views import AnswerView, json_rows, public_message
 from groundsql.strategies import STRATEGIES
 from groundsql.strategies.answer import json_value
+
+log = logging.getLogger("groundsql")
 
 # The caller of the request being served, set by `_KeyCheck` (HTTP) or `run` (stdio). Unset
 # means nobody vouched for the caller, and the tools refuse: an app that forgets to set it
@@ -135,13 +138,13 @@ def create_mcp(service: Service) -> MCPServer:
         and the same conversation_id. "out_of_scope": the data cannot answer; error says why."""
         key = _caller()
         service.database(key, database)  # not found or forbidden before a slot is taken
-        service.take_slot()  # Busy (all places taken) says when to try again
+        service.questions.take(key)  # Busy (all places taken) says when to try again
 
         def run() -> Asked:
             try:
                 return service.ask(key, database, question, strategy=strategy, conversation_id=conversation_id)
             finally:
-                service.release_slot()  # when the work ends, even after the caller was told of the deadline
+                service.questions.release(key)  # when the work ends, even after the caller was told of the deadline
 
         work = asyncio.get_running_loop().run_in_executor(None, run)
         try:
@@ -202,7 +205,10 @@ def _one_sentence_errors(tool: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return await tool(**arguments)
         except GroundsqlError as err:
-            return CallToolResult(content=[TextContent(type="text", text=str(err))], is_error=True)
+            said = public_message(str(err))  # no server path, one line; the log keeps the whole
+            if said != str(err):
+                log.info("MCP %s: told the caller %r for: %s", tool.__name__, said, err)
+            return CallToolResult(content=[TextContent(type="text", text=said)], is_error=True)
 
     return call
 

@@ -1,7 +1,8 @@
 """The service: what the HTTP API and the MCP server both call, so there is one way of asking.
 
 It holds one `Session` per configured database (its model loaded once and its prompt prefix
-kept warm between requests), the state store, and the limit on questions answered at once.
+kept warm between requests), the state store, and the bounds on work at once (questions, and
+the queries people write).
 Every operation checks what the caller's key may use, and every statement it runs is audited.
 
 A database's domain pack is edited here too (packs/edit.py): only with an editor's key, each
@@ -12,6 +13,7 @@ benchmark (evaluation/pack_benchmark.py) runs in the background on the service's
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
 import os
@@ -19,8 +21,8 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +86,61 @@ class Busy(ServiceError):
         super().__init__(message)
 
 
+class Slots:
+    """Places for work that runs at once: at most `total`, and `per_key` of them for one API key
+    (None: no bound per key; without keys there is one caller, bound by the total). One more
+    is refused (Busy, with how long to wait from a running estimate of how long one takes),
+    never queued: a caller is told at once rather than held behind others' slow work."""
+
+    def __init__(self, what: str, total: int, per_key: int | None = None, seconds: float = 1.0) -> None:
+        self.what, self.total, self.per_key = what, total, per_key  # what: "queries are running"
+        self._lock = threading.Lock()
+        self._running = 0
+        self._by_key: dict[str, int] = {}
+        self._seconds = seconds
+
+    def take(self, key: ApiKey | None) -> None:
+        """Claim a place for the key's work, or raise Busy."""
+        name = _name(key)
+        with self._lock:
+            mine = self._by_key.get(name, 0) if name is not None else 0
+            if self._running >= self.total:
+                raise self._busy(f"{self.total} {self.what}")
+            if self.per_key is not None and name is not None and mine >= self.per_key:
+                raise self._busy(f"{self.per_key} {self.what} for the key {name!r}")
+            self._running += 1
+            if name is not None:
+                self._by_key[name] = mine + 1
+
+    def release(self, key: ApiKey | None) -> None:
+        name = _name(key)
+        with self._lock:
+            self._running -= 1
+            if name is not None:
+                self._by_key[name] -= 1
+                if not self._by_key[name]:
+                    del self._by_key[name]
+
+    def took(self, seconds: float) -> None:
+        """How long one more took: the estimate Retry-After is made from."""
+        with self._lock:
+            self._seconds = 0.8 * self._seconds + 0.2 * seconds
+
+    @contextlib.contextmanager
+    def held(self, key: ApiKey | None) -> Iterator[None]:
+        self.take(key)
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.release(key)
+            self.took(time.perf_counter() - start)
+
+    def _busy(self, why: str) -> Busy:
+        wait = max(1, round(self._seconds))
+        return Busy(f"{why}; try again in {wait} s", wait)
+
+
 @dataclass
 class Served:
     """A configured database and its session."""
@@ -126,8 +183,10 @@ class Service:
         self._given_llm = llm
         # Opened now, so a wrong URL or a role that may write stops the server at start.
         self.databases = {name: self._open(name) for name in config.databases}
-        self._slots = threading.BoundedSemaphore(config.max_concurrent)
-        self._seconds_per_question = 10.0  # a running estimate, for Retry-After
+        # Questions (and benchmark runs) hold the model; queries a person writes (/v1/sql, a
+        # correction, a CSV download) hold the database's workers: each is bounded on its own.
+        self.questions = Slots("questions are being answered", config.max_concurrent, seconds=10.0)
+        self.queries = Slots("queries are running", config.max_concurrent_sql, config.max_concurrent_sql_per_key)
 
     def _open(self, name: str) -> Served:
         entry = self.config.databases[name]
@@ -174,15 +233,6 @@ class Service:
     def visible(self, key: ApiKey | None) -> list[Served]:
         return [s for name, s in self.databases.items() if key is None or key.may_use(name)]
 
-    def take_slot(self) -> None:
-        """Claim one of the `max_concurrent` places, or raise Busy: never wait in line."""
-        if not self._slots.acquire(blocking=False):
-            wait = max(1, round(self._seconds_per_question))
-            raise Busy(f"{self.config.max_concurrent} questions are being answered; try again in {wait} s", wait)
-
-    def release_slot(self) -> None:
-        self._slots.release()
-
     # -- operations ------------------------------------------------------------------------
 
     def ask(self, key: ApiKey | None, name: str, question: str, *, strategy: str | None = None,
@@ -199,10 +249,10 @@ class Service:
         with question_deadline(self.config.deadline_s):
             answer = served.session.ask(question, strategy=strategy or served.strategy, history=history,
                                         on_step=on_step)
-        self._seconds_per_question = 0.8 * self._seconds_per_question + 0.2 * (time.perf_counter() - start)
+        self.questions.took(time.perf_counter() - start)
         turn = Turn(question, answer.question, answer.sql if answer.ok else None, answer.columns, len(answer.rows),
                     answer.clarification)
-        answer_id = self.state.add_turn(conversation_id, turn, answer.error)
+        answer_id = self.state.add_turn(conversation_id, turn, answer.error, answer.truncated)
         self.state.audit(_audit_entries(answer, _name(key), name, question))
         return Asked(answer, answer_id, conversation_id, name)
 
@@ -237,10 +287,13 @@ class Service:
                 served.examples_seen = found["id"]
 
     def run_sql(self, key: ApiKey | None, name: str, sql: str) -> tuple[ValidatedSQL, QueryResult]:
+        """A person's SQL (/v1/sql, MCP's run_sql, a correction, a CSV download), validated, run
+        read-only under the bound on queries at once, and audited."""
         served = self.database(key, name)
         start = time.perf_counter()
         try:
-            checked, result = run_validated(served.session.db, sql, served.session.settings.safety)
+            with self.queries.held(key):  # Busy beyond the bound: before anything is audited
+                checked, result = run_validated(served.session.db, sql, served.session.settings.safety)
         except (UnsafeSQLError, DatabaseError) as err:
             verdict = "refused" if isinstance(err, UnsafeSQLError) else "failed"
             self.state.audit([AuditEntry(_name(key), name, "sql", None, sql, verdict,
@@ -281,7 +334,13 @@ class Service:
             raise NotFound(f"no answer {answer_id!r}")
         if turn["sql"] is None:
             raise ServiceError("that answer has no SQL, so no result to download")
-        return self.run_sql(key, turn["database"], turn["sql"])
+        checked, result = self.run_sql(key, turn["database"], turn["sql"])
+        # The SQL is kept as it ran, with the LIMIT the validator added: run again, that LIMIT
+        # is the statement's own, and a result it cuts no longer says so (run_validated tells
+        # only of a LIMIT it adds). The answer knew: as many rows as the cut answer had are cut.
+        if turn["truncated"] and not result.truncated and len(result.rows) >= turn["row_count"]:
+            result = replace(result, truncated=True)
+        return checked, result
 
     def conversation(self, key: ApiKey | None, conversation_id: str) -> dict[str, Any]:
         found = self.state.conversation(conversation_id)
@@ -308,9 +367,10 @@ class Service:
             return None, ("this database has no domain pack: draft one with `groundsql init --db URL --out DIR` "
                           "and serve it as the database's pack")
         if folder.resolve() == demo_pack_path().resolve():
+            # Named within the package: a caller is never shown where the server keeps its files.
             return folder, ("the demo's own pack is part of groundsql, so it is read-only here; copy the folder "
-                            f"{folder} and serve the copy as the database's pack (databases: demo: pack: DIR) "
-                            "to edit it")
+                            "groundsql/demo/pack of the installed package and serve the copy as the database's "
+                            "pack (databases: demo: pack: DIR) to edit it")
         if not os.access(folder, os.W_OK):
             return folder, f"the server may not write to the pack's folder {folder}"
         return folder, None
@@ -419,7 +479,7 @@ class Service:
                 pack_benchmark.write_trial(run.out_dir, {"entry": tried.entry, "action": tried.action,
                                                          "by": _name(key) or "local", "after": tried.after})
             try:
-                self.take_slot()
+                self.questions.take(key)
             except Busy:
                 _remove(scratch)
                 raise
@@ -440,7 +500,7 @@ class Service:
             finally:
                 run.close()
                 _remove(scratch)
-                self.release_slot()
+                self.questions.release(key)
                 job.finished = True
                 self.state.audit([AuditEntry(job.key_name, name, "pack", None, None,
                                              "failed" if job.error else "ran", job.done, detail=f"benchmark {job.run}")])

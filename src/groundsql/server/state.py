@@ -67,6 +67,7 @@ turns = sa.Table(
     sa.Column("error", sa.Text),
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
     sa.Column("clarification", sa.Text),  # JSON: the question asked back, which the next turn answers
+    sa.Column("truncated", sa.Boolean),  # the row cap or the LIMIT the validator added cut the rows
     sa.UniqueConstraint("conversation_id", "position"),
 )
 feedback = sa.Table(
@@ -146,7 +147,7 @@ class AuditEntry:
 
 
 # Columns added after a release: a state store made before them gets them when it is opened.
-_NEW_COLUMNS = ((turns, "clarification", "TEXT"), (api_keys, "role", "VARCHAR(16)"))
+_NEW_COLUMNS = ((turns, "clarification", "TEXT"), (api_keys, "role", "VARCHAR(16)"), (turns, "truncated", "BOOLEAN"))
 
 
 def _add_new_columns(engine: sa.Engine) -> None:
@@ -249,7 +250,7 @@ class StateStore:
                      Clarification.from_dict(json.loads(t["clarification"])) if t.get("clarification") else None)
                 for t in (found["turns"] if found else [])]
 
-    def add_turn(self, conversation_id: str, turn: Turn, error: str | None) -> str:
+    def add_turn(self, conversation_id: str, turn: Turn, error: str | None, truncated: bool = False) -> str:
         """Record a turn at the conversation's next position; returns its (answer) id."""
         turn_id = str(uuid.uuid4())
         for _ in range(5):  # two servers answering in one conversation at once: take the next
@@ -260,7 +261,7 @@ class StateStore:
                     conn.execute(turns.insert().values(
                         id=turn_id, conversation_id=conversation_id, position=position, question=turn.question,
                         standalone=turn.standalone, sql=turn.sql, columns=json.dumps(list(turn.columns)),
-                        row_count=turn.rows, error=error, created_at=_now(),
+                        row_count=turn.rows, error=error, created_at=_now(), truncated=truncated,
                         clarification=json.dumps(turn.clarification.to_dict()) if turn.clarification else None))
                     return turn_id
                 except IntegrityError:
