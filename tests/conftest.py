@@ -105,34 +105,51 @@ def postgres_url(postgres_admin_url: str) -> str:
 
 
 @contextmanager
-def spark_copies(sources: list[tuple[str, str]]) -> Iterator[tuple[int, Path]]:
+def spark_folder(sources: list[tuple[str, str]]) -> Iterator[Path]:
     """The databases (URL, Spark name) copied with `groundsql spark load` into a folder the
-    server's user may only read, served by the narrowed Thrift server (`groundsql spark
-    serve`; as root, as `nobody`): yields its port and the folder (outside pytest's temporary
-    folders, which are private to this user)."""
-    import socket
+    server's user may only read (outside pytest's temporary folders, which are private to
+    this user)."""
     import tempfile
 
     from groundsql.db.sparkcopy import load_many
-    from groundsql.db.sparkserver import serve
 
     folder = Path(tempfile.mkdtemp(prefix="groundsql-spark-test-"))
     try:
         load_many(sources, folder)
         for path in [folder, *folder.rglob("*")]:
             path.chmod(0o555 if path.is_dir() else 0o444)
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
-        server = serve(folder, port=port, user="nobody" if os.geteuid() == 0 else None)
-        try:
-            yield port, folder
-        finally:
-            server.stop()
+        yield folder
     finally:
         for path in [folder, *folder.rglob("*")]:
             path.chmod(0o755)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def spark_user() -> str | None:
+    """Whom the test servers run as: as root, `nobody` (who may only read the copies)."""
+    return "nobody" if os.geteuid() == 0 else None
+
+
+@contextmanager
+def spark_server(sources: list[tuple[str, str]], **serve_options: Any) -> Iterator[tuple[Any, Path]]:
+    """`spark_folder` served by the walled Thrift server (`groundsql spark serve`): yields the
+    running server (db/sparkserver.Server) and the folder."""
+    from groundsql.db.sparkserver import serve
+    from tests.server_harness import free_port
+
+    with spark_folder(sources) as folder:
+        server = serve(folder, port=free_port(), user=spark_user(), **serve_options)
+        try:
+            yield server, folder
+        finally:
+            server.stop()
+
+
+@contextmanager
+def spark_copies(sources: list[tuple[str, str]]) -> Iterator[tuple[int, Path]]:
+    """`spark_server`, yielding its port and the folder."""
+    with spark_server(sources) as (server, folder):
+        yield server.port, folder
 
 
 def spark_connect(port: int, database: str = "default", *, password: str | None = None) -> Any:

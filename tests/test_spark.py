@@ -20,7 +20,7 @@ from groundsql.db import Database
 from groundsql.db.engines.spark import SparkEngine, SparkRefused, check_statement
 from groundsql.db.sparkcopy import spark_type
 from groundsql.db.sparkserver import NARROWING, QUERY_TIMEOUT_SETTING
-from groundsql.errors import DatabaseError, QueryTimeoutError, UnsafeSQLError
+from groundsql.errors import ConfigError, DatabaseError, QueryTimeoutError, UnsafeSQLError
 from groundsql.safety.validator import validate_sql
 from tests.conftest import REPO, spark_connect
 
@@ -230,3 +230,169 @@ def test_a_database_the_server_does_not_hold_is_one_line_not_a_stack_trace(spark
     message = str(refused.value)
     assert "SCHEMA_NOT_FOUND" in message and "no_such_database" in message
     assert "\n" not in message and "org.apache" not in message and len(message) < 400
+
+
+# -- `groundsql spark serve` as a service ---------------------------------------------------------
+
+
+class _Stop(Exception):
+    pass
+
+
+def _supervised(answers: list[bool], exits: list[int | None]) -> tuple[list[str], list[str]]:
+    """Server.supervise over a scripted server: what it said and did."""
+    from groundsql.db.sparkserver import Server
+
+    server = Server.__new__(Server)
+    server.log = Path("/nowhere/server.log")
+    done: list[str] = []
+    codes = iter(exits)
+
+    def poll() -> int | None:
+        try:
+            return next(codes)
+        except StopIteration:
+            raise _Stop from None
+
+    server.process = SimpleNamespace(poll=poll)
+    replies = iter(answers)
+    server.answers = lambda timeout_s=20: next(replies, True)
+    server.restart = lambda: done.append("restart")
+    server._kill = lambda: done.append("kill")
+    server.tail = lambda: "Terminating due to java.lang.OutOfMemoryError: Java heap space"
+    said: list[str] = []
+    with pytest.raises((_Stop, ConfigError)) as ended:
+        server.supervise(said.append, every_s=0, timeout_s=1, misses=2, max_restarts=2, within_s=600)
+    if isinstance(ended.value, ConfigError):
+        said.append(f"gave up: {ended.value}")
+    return said, done
+
+
+def test_a_server_that_stops_answering_is_restarted_after_two_missed_probes() -> None:
+    said, done = _supervised(answers=[True, False, True, False, False], exits=[None] * 5)
+    assert done == ["restart"]  # one miss alone is not enough
+    assert "did not answer 2 probes" in said[0] and "answers again" in said[1]
+
+
+def test_a_server_that_exits_is_restarted_and_one_that_keeps_dying_is_left_stopped() -> None:
+    said, done = _supervised(answers=[], exits=[3, 3, 3])
+    assert done == ["restart", "restart", "kill"]
+    assert "exited with code 3 (Terminating due to java.lang.OutOfMemoryError" in said[0]
+    assert said[-1].startswith("gave up:") and "restarted 2 times" in said[-1]
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _listening(pid: int) -> set[tuple[str, int]]:
+    """The (address, port) pairs process `pid` listens on, from /proc (IPv4 and IPv6)."""
+    import ipaddress
+
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    found = set()
+    for table in ("tcp", "tcp6"):
+        for line in Path(f"/proc/net/{table}").read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] != "0A" or fields[9] not in inodes:  # 0A: LISTEN
+                continue
+            address, port = fields[1].split(":")
+            raw = bytes.fromhex(address)
+            if table == "tcp":
+                ip = ipaddress.IPv4Address(raw[::-1])
+            else:  # four little-endian words
+                ip = ipaddress.IPv6Address(b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4)))
+                ip = ip.ipv4_mapped or ip
+            found.add((str(ip), int(port, 16)))
+    return found
+
+
+def test_spark_serve_binds_loopback_hides_its_environment_restarts_and_stops_with_sigterm(tmp_path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import threading
+
+    from groundsql.db.sparkserver import secret_file
+    from tests.conftest import spark_folder, spark_user
+    from tests.server_harness import free_port
+
+    port, log = free_port(), tmp_path / "spark.log"
+    secret = f"SECRET-{os.getpid()}-{time.time_ns()}"
+    with spark_folder([(demo_database_url(), "demo")]) as folder:
+        command = [sys.executable, "-m", "groundsql.cli", "spark", "serve", str(folder), "--port", str(port),
+                   "--query-timeout", "5", "--log", str(log)] + (["--user", spark_user()] if spark_user() else [])
+        serve = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env={**os.environ, "GROUNDSQL_T": secret})
+        lines: list[str] = []
+        reader = threading.Thread(target=lambda: lines.extend(serve.stderr), daemon=True)
+        reader.start()
+
+        def said(text: str, within_s: float) -> str:
+            deadline = time.monotonic() + within_s
+            while time.monotonic() < deadline:
+                if found := [line for line in lines if text in line]:
+                    return found[-1]
+                assert serve.poll() is None, "".join(lines)
+                time.sleep(0.5)
+            pytest.fail(f"`spark serve` did not say {text!r} within {within_s:g} s: {''.join(lines)[-2000:]}")
+
+        try:
+            ready = said("Spark SQL on", 300)
+            assert f"hive://127.0.0.1:{port}/demo" in ready and str(log) in ready
+            [jvm] = _children(serve.pid)
+            listening = _listening(jvm)
+            assert ("127.0.0.1", port) in listening
+            assert {address for address, _ in listening} == {"127.0.0.1"}, listening
+            environment = Path(f"/proc/{jvm}/environ").read_bytes().split(b"\0")
+            assert not [v for v in environment if secret.encode() in v]
+            assert {v.split(b"=")[0] for v in environment if v} <= {b"PATH", b"SPARK_HOME", b"HOME", b"LANG", b"JAVA_HOME",
+                                                                  b"SPARK_LOCAL_IP", b"SPARK_LOCAL_HOSTNAME"} | {
+                b"SPARK_ENV_LOADED", b"SPARK_SCALA_VERSION", b"SPARK_CONF_DIR", b"PYSPARK_PYTHON", b"_SPARK_CMD_USAGE",
+                b"SPARK_ENV_SH"}, environment
+            url = f"hive://127.0.0.1:{port}/demo"
+
+            # A query its client abandoned (the socket closed, no cancel) ends at the server's limit.
+            with spark_connect(port, "demo") as conn:
+                conn.cursor().execute("SELECT count(*) FROM price_daily AS a JOIN price_daily AS b "
+                                      "ON md5(CAST(a.close_price + b.close_price AS STRING)) < 'a'", async_=True)
+            time.sleep(5 + 5 + 2)  # its limit, the watchdog's grace, a poll
+            start = time.monotonic()
+            with Database(url) as db:
+                assert db.execute("SELECT count(*) FROM company", timeout_s=10).rows == ((114,),)
+            assert time.monotonic() - start < 5
+
+            # The server dies: `serve` starts it again, with the same password.
+            os.kill(jvm, signal.SIGKILL)
+            assert "exited" in said("restarting it", 60)
+            said("answers again", 300)
+            with Database(url) as db:
+                assert db.execute("SELECT count(*) FROM company", timeout_s=30).rows == ((114,),)
+            [jvm] = _children(serve.pid)
+        finally:
+            serve.send_signal(signal.SIGTERM)
+            try:
+                serve.wait(timeout=90)
+            except subprocess.TimeoutExpired:
+                serve.kill()
+                pytest.fail("`spark serve` did not stop on SIGTERM")
+        reader.join(timeout=5)
+        assert not Path(f"/proc/{jvm}").exists(), "the server outlived `spark serve`"
+        assert "stopped" in lines[-1] and log.stat().st_size > 0  # its log kept
+        assert not secret_file("127.0.0.1", port).exists()
+        with pytest.raises(DatabaseError):
+            Database(f"hive://127.0.0.1:{port}/demo").execute("SELECT 1")

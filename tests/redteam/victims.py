@@ -1125,28 +1125,34 @@ class SparkServer:
         self.port, self.folder = self._serving.__enter__()
 
     def catalog(self) -> dict[str, str]:
-        from groundsql.db.sparkserver import NARROWING
-        from tests.conftest import spark_connect
-
-        state: dict[str, str] = {}
-        with spark_connect(self.port) as conn:
-            cursor = conn.cursor()
-            cursor.execute("SHOW DATABASES")
-            databases = sorted(row[0] for row in cursor.fetchall())
-            state["spark databases"] = repr(databases)
-            for database in databases:
-                cursor.execute(f"SHOW TABLES IN `{database}`")
-                state[f"spark tables of {database}"] = repr(sorted(map(tuple, cursor.fetchall())))
-                cursor.execute(f"SHOW USER FUNCTIONS IN `{database}`")
-                state[f"spark functions of {database}"] = repr(sorted(map(tuple, cursor.fetchall())))
-            for key in NARROWING:
-                cursor.execute(f"SET {key}")
-                state[f"spark setting {key}"] = repr(cursor.fetchall())
-        return state
+        return spark_catalog(self.port)
 
     def close(self) -> None:
         self._serving.__exit__(None, None, None)
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def spark_catalog(port: int) -> dict[str, str]:
+    """What a new session of the Spark server on `port` sees: its databases, each one's tables
+    and functions, and the narrowing settings."""
+    from groundsql.db.sparkserver import NARROWING
+    from tests.conftest import spark_connect
+
+    state: dict[str, str] = {}
+    with spark_connect(port) as conn:
+        cursor = conn.cursor()
+        cursor.execute("SHOW DATABASES")
+        databases = sorted(row[0] for row in cursor.fetchall())
+        state["spark databases"] = repr(databases)
+        for database in databases:
+            cursor.execute(f"SHOW TABLES IN `{database}`")
+            state[f"spark tables of {database}"] = repr(sorted(map(tuple, cursor.fetchall())))
+            cursor.execute(f"SHOW USER FUNCTIONS IN `{database}`")
+            state[f"spark functions of {database}"] = repr(sorted(map(tuple, cursor.fetchall())))
+        for key in NARROWING:
+            cursor.execute(f"SET {key}")
+            state[f"spark setting {key}"] = repr(cursor.fetchall())
+    return state
 
 
 def spark_victims() -> tuple[SparkVictim, SparkVictim, SparkVictim]:

@@ -15,9 +15,9 @@
 //   that changed one, by SET or by its opening configuration, runs nothing); every table read is
 //   one of the served copies (no files, no range(), no other source); no hidden file-metadata
 //   column or input_file_*() function.
-// - `Guard.checkCost` (an optimizer rule, on the plan after predicates are pushed into joins):
-//   a join that compares no keys, or collect_list/collect_set and their kin, refused before it
-//   runs when its estimated size passes the server's limits.
+// - `Guard.checkCost` (as planning begins, on the optimized plan: predicates pushed into joins,
+//   subqueries made joins): a join that compares no keys, or collect_list/collect_set and their
+//   kin, refused before it runs when its estimated size passes the server's limits.
 // - `Watchdog` (a listener): any job running past the server's time limit is cancelled, whatever
 //   job group it runs in, so a query groundsql gave up on cannot go on holding the cores.
 //
@@ -45,8 +45,8 @@ import org.apache.spark.sql.catalyst.parser.{ParameterContext, ParserInterface, 
 import org.apache.spark.sql.catalyst.planning.ExtractEquiJoinKeys
 import org.apache.spark.sql.catalyst.plans.{LeftAnti, LeftSemi}
 import org.apache.spark.sql.catalyst.plans.logical._
-import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.util.MetadataColumnHelper
+import org.apache.spark.sql.execution.{SparkPlan, SparkStrategy}
 import org.apache.spark.sql.execution.command.SetCommand
 import org.apache.spark.sql.execution.datasources.LogicalRelation
 import org.apache.spark.sql.hive.thriftserver.HiveThriftServer2
@@ -121,6 +121,8 @@ object Guard {
       case _: Command | _: ParsedStatement | _: CompoundPlanStatement | _: InsertIntoDir =>
         refuse(s"only a query may run on this server, not ${statementName(plan)}")
       case _: ScriptTransformation => refuse("TRANSFORM scripts are not allowed on this server")
+      // BROADCAST(a big table) gathers it in the driver's memory; REPARTITION(1000000) floods the scheduler.
+      case _: UnresolvedHint => refuse("optimizer hints are not allowed on this server")
       case f: UnresolvedTableValuedFunction =>
         refuse(s"only tables may be read on this server, not the function ${f.name.mkString(".")}()")
       case _ =>
@@ -313,8 +315,10 @@ class Extensions extends (SparkSessionExtensions => Unit) {
   override def apply(extensions: SparkSessionExtensions): Unit = {
     extensions.injectParser((session, delegate) => new GuardedParser(session, delegate))
     extensions.injectCheckRule(session => (plan: LogicalPlan) => Guard.checkAnalyzed(session, plan))
-    extensions.injectPreCBORule(_ => new Rule[LogicalPlan] {
-      override def apply(plan: LogicalPlan): LogicalPlan = { Guard.checkCost(plan); plan }
+    // A strategy that plans nothing: it sees each optimized plan as planning begins, after
+    // subqueries became joins (an EXISTS over a join that compares no keys is a semi join).
+    extensions.injectPlannerStrategy(_ => new SparkStrategy {
+      override def apply(plan: LogicalPlan): Seq[SparkPlan] = { Guard.checkCost(plan); Nil }
     })
   }
 }

@@ -7,7 +7,7 @@
     auth: true               # API keys (`groundsql keys add`); false only on loopback
     max_concurrent: 2        # questions answered at once; more are told 429 and when to retry
     max_concurrent_sql: 4    # people's own queries at once (/v1/sql, corrections, CSV downloads)
-    max_concurrent_sql_per_key: 2   # ... of them for one key
+    max_concurrent_sql_per_key: 1   # ... of them for one key (fewer than the database's workers)
     deadline_s: 300          # a question that takes longer is answered 504
     llm: {model: qwen2.5-coder-1.5b}      # any llm.* setting, for every database
     databases:
@@ -63,8 +63,10 @@ class ServeConfig(BaseModel):
     max_concurrent: int = Field(2, ge=1, le=256)
     # Queries a person writes (/v1/sql, a correction's, a CSV download's) running at once, in
     # all and for one key: more are told 429, so one key's slow queries cannot hold the rest.
+    # One a key by default: a database has two query workers (database.workers), and a key
+    # holding both would make everyone else's query wait for them.
     max_concurrent_sql: int = Field(4, ge=1, le=256)
-    max_concurrent_sql_per_key: int = Field(2, ge=1, le=256)
+    max_concurrent_sql_per_key: int = Field(1, ge=1, le=256)
     deadline_s: float = Field(300.0, gt=0)
     max_body_bytes: int = Field(256 * 1024, ge=1024)
     max_turns: int = Field(50, ge=1)  # a conversation this long must start afresh

@@ -81,12 +81,13 @@ class SparkEngine:
         from thrift.transport.TTransport import TTransportException
 
         check_statement(sql)
+        # Before the worker's own timer (db/worker.py), whose interrupt can only close the
+        # socket: the cancel must go out on a live connection to stop the query's tasks (a
+        # closed socket leaves them running on the server).
+        deadline = time.monotonic() + max(limits.timeout_s - 0.5, limits.timeout_s * 0.8)
         cursor = conn.cursor(arraysize=64)
         try:
             cursor.execute(sql, async_=True)
-            # Before the worker's own timer (db/worker.py), whose interrupt can only close the
-            # socket: the cancel must go out on a live connection to stop the query's tasks.
-            deadline = time.monotonic() + max(limits.timeout_s - 1.0, limits.timeout_s * 0.8)
             running = (TOperationState.INITIALIZED_STATE, TOperationState.PENDING_STATE, TOperationState.RUNNING_STATE)
             status = cursor.poll()
             while status.operationState in running:
@@ -123,9 +124,10 @@ class SparkEngine:
 
 
 def open_connection(host: str, port: int, user: str, password: str, database: str, *,
-                    timeout_s: float | None = None) -> Any:
+                    timeout_s: float | None = None, configuration: dict[str, str] | None = None) -> Any:
     """A PyHive connection to the password-protected Thrift server, every call on its socket
-    bounded by `timeout_s` (a server that accepts and never answers cannot hang the caller)."""
+    bounded by `timeout_s` (a server that accepts and never answers cannot hang the caller).
+    `configuration` is the session's opening configuration (groundsql sends none)."""
     import logging
 
     import thrift_sasl
@@ -139,7 +141,7 @@ def open_connection(host: str, port: int, user: str, password: str, database: st
         sock.setTimeout(int(timeout_s * 1000))
     transport = thrift_sasl.TSaslClientTransport(
         lambda: hive.get_installed_sasl(host=host, sasl_auth="PLAIN", username=user, password=password), "PLAIN", sock)
-    return hive.connect(thrift_transport=transport, username=user, database=database)
+    return hive.connect(thrift_transport=transport, username=user, database=database, configuration=configuration)
 
 
 def _connect_failure(err: Exception, spec: dict[str, Any]) -> str:
