@@ -358,12 +358,11 @@ def test_spark_serve_binds_loopback_hides_its_environment_restarts_and_stops_wit
             listening = _listening(jvm)
             assert ("127.0.0.1", port) in listening
             assert {address for address, _ in listening} == {"127.0.0.1"}, listening
-            environment = Path(f"/proc/{jvm}/environ").read_bytes().split(b"\0")
-            assert not [v for v in environment if secret.encode() in v]
-            assert {v.split(b"=")[0] for v in environment if v} <= {b"PATH", b"SPARK_HOME", b"HOME", b"LANG", b"JAVA_HOME",
-                                                                  b"SPARK_LOCAL_IP", b"SPARK_LOCAL_HOSTNAME"} | {
-                b"SPARK_ENV_LOADED", b"SPARK_SCALA_VERSION", b"SPARK_CONF_DIR", b"PYSPARK_PYTHON", b"_SPARK_CMD_USAGE",
-                b"SPARK_ENV_SH"}, environment
+            environment = dict(v.split(b"=", 1) for v in Path(f"/proc/{jvm}/environ").read_bytes().split(b"\0") if b"=" in v)
+            assert not [v for v in environment.values() if secret.encode() in v]
+            # Nothing of the caller's environment but what Spark needs (its scripts add their own).
+            inherited = {k.decode() for k, v in environment.items() if os.environ.get(k.decode()) == v.decode()}
+            assert inherited <= {"PATH", "LANG", "JAVA_HOME", "SHLVL", "_"}, inherited
             url = f"hive://127.0.0.1:{port}/demo"
 
             # A query its client abandoned (the socket closed, no cancel) ends at the server's limit.
@@ -396,3 +395,37 @@ def test_spark_serve_binds_loopback_hides_its_environment_restarts_and_stops_wit
         assert not secret_file("127.0.0.1", port).exists()
         with pytest.raises(DatabaseError):
             Database(f"hive://127.0.0.1:{port}/demo").execute("SELECT 1")
+
+
+def test_serve_refuses_a_port_in_use_and_leaves_its_servers_password_alone(tmp_path) -> None:
+    import socket
+
+    from groundsql.db.sparkserver import secret_file, serve
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        secret = secret_file("127.0.0.1", port)
+        secret.parent.mkdir(parents=True, exist_ok=True)
+        secret.write_text("the running server's\n")
+        try:
+            with pytest.raises(ConfigError, match="in use"):
+                serve(tmp_path, port=port)
+            assert secret.read_text() == "the running server's\n"
+        finally:
+            secret.unlink()
+
+
+@pytest.mark.parametrize("values, low, high", [
+    ([], 0, 0), ([None, None], 0, 0), ([1, 1, 2, "2", 2.0], 4, 4),  # exact below the sketch's size
+    (list(range(1000)) * 3, 1000, 1000), (list(range(200_000)), 180_000, 220_000),
+    ([i % 50_000 for i in range(300_000)], 45_000, 55_000),
+])
+def test_a_copy_counts_each_columns_distinct_values_in_constant_memory(values, low, high) -> None:
+    from groundsql.db.sparkcopy import _Column
+
+    column = _Column()
+    for value in values:
+        column.add(value)
+    assert low <= column.distinct() <= high

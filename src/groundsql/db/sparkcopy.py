@@ -4,6 +4,8 @@ Each table's rows become Parquet (through CSV files Spark converts with an expli
 no table is held in Python's memory), each column typed by the values it holds, and a manifest
 records the columns, their comments, primary keys and foreign keys, which Spark's catalog cannot
 hold as constraints: the server registers them as table properties that introspection reads back.
+The manifest also holds each table's row count and its columns' distinct counts, which the
+server's guard estimates a query's size from before it runs.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 import csv
 import datetime
 import decimal
+import hashlib
+import heapq
 import json
 import shutil
 import tempfile
@@ -93,9 +97,9 @@ def _copy(spark: Any, source_url: str, folder: Path, name: str | None) -> Path:
         with tempfile.TemporaryDirectory() as scratch, db.engine.connect() as conn:
             for table in schema.tables:
                 csv_path = Path(scratch) / f"{table.name}.csv"
-                kinds = _write_csv(conn, table.name, [c.name for c in table.columns], csv_path)
-                columns = [{"name": c.name, "type": spark_type(c.type, found), "comment": c.description}
-                           for c, found in zip(table.columns, kinds)]
+                profiles, rows = _write_csv(conn, table.name, [c.name for c in table.columns], csv_path)
+                columns = [{"name": c.name, "type": spark_type(c.type, profile.kinds), "comment": c.description}
+                           for c, profile in zip(table.columns, profiles)]
                 ddl = ", ".join(f"`c{i}` {c['type']}" for i, c in enumerate(columns))
                 # FAILFAST: a value the chosen type cannot hold stops the copy instead of
                 # becoming NULL (the types follow the values, so this is a bug if it happens).
@@ -104,7 +108,8 @@ def _copy(spark: Any, source_url: str, folder: Path, name: str | None) -> Path:
                                        timestampFormat="yyyy-MM-dd HH:mm:ss[.SSSSSS]")
                 frame.toDF(*[c["name"] for c in columns]).write.mode("overwrite").parquet(str(target / table.name))
                 manifest["tables"].append({
-                    "name": table.name, "columns": columns,
+                    "name": table.name, "columns": columns, "rows": rows,
+                    "distinct": {c["name"]: profile.distinct() for c, profile in zip(columns, profiles)},
                     "primary_key": [c.name for c in table.columns if c.primary_key],
                     "foreign_keys": [{"columns": list(fk.columns), "table": fk.ref_table,
                                       "ref_columns": list(fk.ref_columns)} for fk in table.foreign_keys],
@@ -121,24 +126,57 @@ def _session() -> Any:
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
-def _write_csv(conn: Any, table: str, columns: list[str], path: Path) -> list[set[str]]:
-    """The table's rows as CSV (streamed), and the kinds of value each column holds."""
+class _Column:
+    """What the copy learns of a column as its rows stream by: the kinds of value it holds, and
+    how many distinct values (exact up to K of them; beyond, estimated from the K smallest of
+    their hashes, as a k-minimum-values sketch does, in constant memory)."""
+
+    K = 1024
+
+    def __init__(self) -> None:
+        self.kinds: set[str] = set()
+        self._smallest: list[int] = []  # a max-heap of the K smallest hashes, negated
+        self._kept: set[int] = set()
+
+    def add(self, value: Any) -> None:
+        if value is None:
+            return
+        self.kinds.add(_kind(value))
+        h = int.from_bytes(hashlib.blake2b(repr(value).encode(), digest_size=8).digest(), "big")
+        if h in self._kept:
+            return
+        if len(self._smallest) < self.K:
+            heapq.heappush(self._smallest, -h)
+            self._kept.add(h)
+        elif h < -self._smallest[0]:
+            self._kept.discard(-heapq.heapreplace(self._smallest, -h))
+            self._kept.add(h)
+
+    def distinct(self) -> int:
+        if len(self._smallest) < self.K:
+            return len(self._smallest)
+        return int((self.K - 1) * 2**64 / max(-self._smallest[0], 1))
+
+
+def _write_csv(conn: Any, table: str, columns: list[str], path: Path) -> tuple[list[_Column], int]:
+    """The table's rows as CSV (streamed), what each column holds and how many rows."""
     import sqlalchemy as sa
 
     quote = conn.dialect.identifier_preparer.quote
     result = conn.execution_options(stream_results=True).execute(
         sa.text(f"SELECT {', '.join(quote(c) for c in columns)} FROM {quote(table)}"))
-    kinds: list[set[str]] = [set() for _ in columns]
+    profiles = [_Column() for _ in columns]
     with path.open("w", newline="", encoding="utf-8") as out:
         # Text quoted, so that '' stays an empty string (Spark reads an unquoted empty field as NULL).
         writer = csv.writer(out, quoting=csv.QUOTE_NONNUMERIC)
+        count = 0
         for batch in result.partitions(10_000):
+            count += len(batch)
             for row in batch:
-                for found, value in zip(kinds, row):
-                    if value is not None:
-                        found.add(_kind(value))
+                for profile, value in zip(profiles, row):
+                    profile.add(value)
                 writer.writerow([_csv_value(v) for v in row])
-    return kinds
+    return profiles, count
 
 
 def _csv_value(value: Any) -> Any:

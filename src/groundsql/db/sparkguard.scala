@@ -157,6 +157,21 @@ object Guard {
     }
   }
 
+  /** The largest number of distinct values among `keys` that are columns of a table read in
+   *  `plan` (the copy's manifest counted them; an analysed table's statistics otherwise). */
+  private def distinctOf(keys: Seq[Expression], plan: LogicalPlan): Seq[BigInt] = {
+    val ids = keys.flatMap(_.references).map(_.exprId).toSet
+    plan.collect { case r: LogicalRelation => r }.flatMap { relation =>
+      val counted = relation.catalogTable.flatMap(_.properties.get("groundsql.distinct"))
+        .map(json => "\"((?:[^\"\\\\]|\\\\.)*)\": (\\d+)".r.findAllMatchIn(json).map(m => m.group(1) -> BigInt(m.group(2))).toMap)
+        .getOrElse(Map.empty[String, BigInt])
+      val analysed = relation.catalogTable.flatMap(_.stats).map(_.colStats).getOrElse(Map.empty)
+      relation.output.filter(a => ids(a.exprId)).flatMap { a =>
+        counted.get(a.name).orElse(analysed.get(a.name).flatMap(_.distinctCount))
+      }
+    }
+  }
+
   /** Functions that allocate their whole value at once, which no time limit interrupts: their
    *  size must be a literal, and the value (times those it is nested in) within the limits.
    *  Checked before the optimizer, whose constant folding would evaluate them. */
@@ -257,10 +272,13 @@ object Guard {
     case _ => None
   }
 
-  /** An estimate of a plan's rows (an upper bound but for key joins, taken as foreign-key joins). */
+  /** An estimate of a plan's rows: an upper bound, but for joins on keys, whose rows are the
+   *  product of the two sides' over the keys' larger number of distinct values. */
   private def rows(plan: LogicalPlan): BigInt = plan match {
     case r: LogicalRelation =>
-      r.catalogTable.flatMap(_.stats).flatMap(_.rowCount).getOrElse(r.computeStats().sizeInBytes / 8)
+      r.catalogTable.flatMap(_.properties.get("groundsql.rows")).map(BigInt(_))
+        .orElse(r.catalogTable.flatMap(_.stats).flatMap(_.rowCount))
+        .getOrElse(r.computeStats().sizeInBytes / 8)
     case l: LocalRelation => BigInt(l.data.size)
     case _: OneRowRelation => BigInt(1)
     case limit: GlobalLimit => limit.maxRows.map(BigInt(_)).fold(rows(limit.child))(_ min rows(limit.child))
@@ -268,9 +286,11 @@ object Guard {
     case agg: Aggregate if agg.groupingExpressions.isEmpty => BigInt(1)
     case join: Join => join.joinType match {
       case LeftSemi | LeftAnti => rows(join.left)
-      // Keys joined: the cost-based estimate (the keys' distinct counts), else a foreign-key join's.
       case _ if ExtractEquiJoinKeys.unapply(join).isDefined =>
-        join.stats.rowCount.getOrElse(rows(join.left) max rows(join.right))
+        val (left, right) = (rows(join.left), rows(join.right))
+        val (leftKeys, rightKeys) = ExtractEquiJoinKeys.unapply(join).map(k => (k._2, k._3)).get
+        val distinct = (distinctOf(leftKeys, join.left) ++ distinctOf(rightKeys, join.right)).maxOption
+        distinct.filter(_ > 0).fold(left max right)(d => (left * right / d) max (left min right))
       case _ => rows(join.left) * rows(join.right)
     }
     case union: Union => union.children.map(rows).sum

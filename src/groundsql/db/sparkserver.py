@@ -221,6 +221,8 @@ def serve(folder: Path, *, host: str = "127.0.0.1", port: int = PORT, query_time
           max_join_pairs: int = MAX_JOIN_PAIRS, max_collect_values: int = MAX_COLLECT_VALUES) -> Server:
     """Start the narrowed Thrift server over every copy in `folder`, as `user` (by default the
     current one); it is returned once it answers a query."""
+    if not _port_free(host, port):  # before the password is written: it would replace the running server's
+        raise ConfigError(f"{host}:{port} is in use (another server?): stop it, or give --port")
     folder = Path(folder).resolve()
     copies = sorted(p.parent for p in folder.glob(f"*/{MANIFEST}"))
     if not copies:
@@ -261,7 +263,6 @@ def serve(folder: Path, *, host: str = "127.0.0.1", port: int = PORT, query_time
         "spark.driver.host": "127.0.0.1",
         "spark.driver.maxResultSize": MAX_RESULT_SIZE,
         "spark.sql.catalogImplementation": "in-memory",
-        "spark.sql.cbo.enabled": "true",  # row estimates from the tables' statistics, for the cost gate
         "spark.sql.warehouse.dir": str(scratch / "warehouse"),
         "spark.local.dir": str(scratch),
         "spark.ui.enabled": "false",
@@ -354,6 +355,17 @@ def _write_secret(path: Path, password: str) -> None:
         out.write(password + "\n")
 
 
+def _port_free(host: str, port: int) -> bool:
+    try:
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+            # As Java binds: a port whose old connections linger (TIME_WAIT) is free.
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((host, port))
+        return True
+    except OSError:
+        return False
+
+
 def _die_with_parent() -> None:
     # In the child before exec: the server gets SIGTERM when `serve` dies, however it dies.
     try:
@@ -389,8 +401,8 @@ def _staged(home: Path, scratch: Path) -> Path:
 
 def _registration(manifest: dict[str, Any], copy: Path) -> list[str]:
     """The statements the server's main runs before it seals the guard: the copy's database,
-    its tables over the Parquet files with their keys as properties, and their statistics (row
-    and distinct counts, which the guard's cost gate reads)."""
+    its tables over the Parquet files with their keys, row counts and distinct counts as
+    properties (the guard's cost gate reads them; a copy made without them is analysed here)."""
     database = _name(manifest["database"])
     statements = [f"CREATE DATABASE IF NOT EXISTS {database}"]
     for table in manifest["tables"]:
@@ -398,12 +410,16 @@ def _registration(manifest: dict[str, Any], copy: Path) -> list[str]:
                             for c in table["columns"])
         properties = {"groundsql.primary_key": json.dumps(table["primary_key"]),
                       "groundsql.foreign_keys": json.dumps(table["foreign_keys"])}
+        if "rows" in table:
+            properties["groundsql.rows"] = str(table["rows"])
+            properties["groundsql.distinct"] = json.dumps(table.get("distinct", {}), ensure_ascii=False)
         qualified = f"{database}.{_name(table['name'])}"
         statements.append(
             f"CREATE TABLE IF NOT EXISTS {qualified} ({columns}) USING parquet "
             f"LOCATION {_string(str(copy / table['name']))} "
             f"TBLPROPERTIES ({', '.join(f'{_string(k)} = {_string(v)}' for k, v in properties.items())})")
-        statements.append(f"ANALYZE TABLE {qualified} COMPUTE STATISTICS FOR ALL COLUMNS")
+        if "rows" not in table:  # a copy made before the manifest held them: counted now
+            statements.append(f"ANALYZE TABLE {qualified} COMPUTE STATISTICS FOR ALL COLUMNS")
     return statements
 
 
