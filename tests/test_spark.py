@@ -429,3 +429,23 @@ def test_a_copy_counts_each_columns_distinct_values_in_constant_memory(values, l
     for value in values:
         column.add(value)
     assert low <= column.distinct() <= high
+
+
+@pytest.mark.parametrize("raw, said", [
+    ("org.apache.hive.service.cli.HiveSQLException: Error running query: groundsql.spark.GuardException: "
+     "${...} variable substitution is not allowed on this server\n\tat org.apache.spark.Foo(Foo.scala:1)",
+     "${...} variable substitution is not allowed on this server"),
+    ("Error running query: java.lang.OutOfMemoryError: Java heap space", "the Spark server ran out of memory"),
+    ("Error running query: java.util.concurrent.ExecutionException: Boxed Exception", "internal error"),
+    ("Job aborted: Total size of serialized results of 3 tasks (300.0 MiB) is bigger than spark.driver.maxResultSize",
+     "larger than the Spark server returns at once"),
+    ("[SPARK_JOB_CANCELLED] Job 115 cancelled groundsql: the query ran past the server's limit of 35 s",
+     "cancelled the query at its time limit"),
+    ("Error running query: org.apache.spark.sql.AnalysisException: [TABLE_OR_VIEW_NOT_FOUND] The table or view `x` "
+     "cannot be found.\n\tat org.apache.spark.sql.Foo", "[TABLE_OR_VIEW_NOT_FOUND] The table or view `x` cannot be found."),
+])
+def test_sparks_errors_reach_a_person_as_one_sentence(raw: str, said: str) -> None:
+    from groundsql.db.engines.spark import spark_message
+
+    message = spark_message(raw)
+    assert said in message and "\n" not in message and "org.apache" not in message and "java." not in message

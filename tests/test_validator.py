@@ -780,3 +780,39 @@ def test_a_built_in_types_parameters_are_not_a_call(dialect: str) -> None:
     if dialect != "mysql":  # MySQL's grammar has no types of the database's own
         with pytest.raises(UnsafeSQLError, match="refused function evil"):
             validate_sql("SELECT CAST(1 AS evil(1))", dialect)  # its own type may run code of its own
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "postgres", "spark"])
+def test_what_the_parser_cannot_read_is_not_called_invalid_sql(dialect: str) -> None:
+    # sqlglot does not know every form a database accepts: the refusal says what is known.
+    with pytest.raises(UnsafeSQLError) as refused:
+        validate_sql("SELECT a FROM t WHERE", dialect)
+    assert "the validator cannot parse the statement" in str(refused.value)
+    assert "not valid SQL" not in str(refused.value)
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT '${env:HOME}' AS x", "SELECT 1 AS `${system:user.dir}`", "SELECT 1 -- ${spark.local.dir}",
+    "SELECT 1 /* ${hiveconf:x} */", "SELECT a FROM t WHERE b LIKE '%${x}%'",
+    "SELECT _metadata.file_path FROM t", "SELECT t._METADATA FROM t", "SELECT `_metadata` FROM t",
+])
+def test_spark_substitution_and_hidden_file_metadata_are_refused_anywhere(sql: str) -> None:
+    with pytest.raises(UnsafeSQLError, match="substitution|hidden column"):
+        validate_sql(sql, "spark")
+    validate_sql(sql.replace("${", "$ {").replace("_metadata", "meta").replace("_METADATA", "meta"), "sqlite")
+
+
+@pytest.mark.parametrize("sql, allowed", [
+    ("SELECT repeat('ab', 5000)", True), ("SELECT repeat(b, 1000) FROM t", True), ("SELECT repeat(b, 1001) FROM t", False),
+    ("SELECT repeat(repeat(b, 100), 100) FROM t", False), ("SELECT repeat(lpad(b, 1000, 'x'), 1000) FROM t", True),
+    ("SELECT repeat(lpad(b, 1001, 'x'), 1000) FROM t", False), ("SELECT space(5000)", True),
+    ("SELECT space(2000000000)", False), ("SELECT repeat('x', a) FROM t", False),
+    ("SELECT printf('%5d|%-10s', a, b) FROM t", True), ("SELECT printf('%999999999d', a) FROM t", False),
+    ("SELECT printf('%*d', 5, a) FROM t", False), ("SELECT printf(b, a) FROM t", False),
+])
+def test_an_allocating_function_is_bounded_with_nested_calls_multiplied(sql: str, allowed: bool) -> None:
+    if allowed:
+        validate_sql(sql, "spark")
+    else:
+        with pytest.raises(UnsafeSQLError, match="allocates|widths|literal format"):
+            validate_sql(sql, "spark")
